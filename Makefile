@@ -1,0 +1,48 @@
+# Thin front end: every target's logic lives in Python (python -m ...) or pytest.
+# `make test` and `make install` work on a fresh clone: install creates .venv and
+# installs the Debian packages the simulators need when they are missing.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+DEBIAN_PACKAGES := iverilog build-essential perl liblz4-dev zlib1g-dev
+# pytest options, e.g. make test PYTEST_ARGS="-k conv -x"
+PYTEST_ARGS ?=
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: help install test test-all lint bench-golden clean
+
+help:
+	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
+	@echo "make test          the default test suite (golden model, TFLM cross-check)"
+	@echo "make test-all      the default suite plus the slow regressions"
+	@echo "make lint          ruff"
+	@echo "make bench-golden  time the golden model against TFLite-Micro (writes build/bench/golden.json)"
+	@echo "make clean         remove build/ and caches (keeps .venv)"
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml tools/install-debian-packages.sh
+	tools/install-debian-packages.sh $(DEBIAN_PACKAGES)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e '.[dev]'
+	touch $@
+
+test: $(STAMP)
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-all: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(PY) -m ruff check .
+
+bench-golden: $(STAMP)
+	$(PY) -m golden.bench
+
+clean:
+	rm -rf build .pytest_cache .ruff_cache
+	find . -name __pycache__ -not -path "./$(VENV)/*" -prune -exec rm -rf {} +
