@@ -1,0 +1,44 @@
+"""Run ``.tflite`` bytes in the real runtimes that compute TFLite's reference arithmetic.
+
+* :func:`run_tflm`: TFLite-Micro's Python interpreter (package ``tflite-micro``), whose
+  kernels are the reference kernels: the yardstick for every op.
+* :func:`run_litert_reference`: LiteRT (``ai-edge-litert``) with
+  ``OpResolverType.BUILTIN_REF``. Its CONV_2D and DEPTHWISE_CONV_2D are the reference
+  kernels; its FULLY_CONNECTED rounds ``acc * scale`` in float64 instead, so only use
+  it for conv and depthwise (see shared/TOOLCHAIN.md).
+
+Never compare against a default ``Interpreter()``: XNNPACK and ruy round ties differently.
+"""
+
+import numpy as np
+
+__all__ = ["run_litert_reference", "run_tflm", "tflm_arena_size"]
+
+
+def tflm_arena_size(model_bytes, inputs):
+    """A tensor arena large enough for a single-op model: model + inputs, doubled, plus slack."""
+    return 2 * (len(model_bytes) + sum(np.asarray(x).nbytes for x in inputs)) + 256 * 1024
+
+
+def run_tflm(model_bytes, inputs, *, num_outputs=1):
+    """Invoke ``model_bytes`` once in TFLite-Micro and return its first ``num_outputs`` outputs."""
+    from tflite_micro.python.tflite_micro import runtime
+
+    interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=tflm_arena_size(model_bytes, inputs))
+    for i, x in enumerate(inputs):
+        interp.set_input(np.ascontiguousarray(x), i)
+    interp.invoke()
+    return [np.array(interp.get_output(i)) for i in range(num_outputs)]
+
+
+def run_litert_reference(model_bytes, inputs):
+    """Invoke ``model_bytes`` once in LiteRT with the reference op resolver; returns the outputs."""
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interp = Interpreter(model_content=model_bytes,
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+    interp.allocate_tensors()
+    for detail, x in zip(interp.get_input_details(), inputs, strict=True):
+        interp.set_tensor(detail["index"], np.ascontiguousarray(x))
+    interp.invoke()
+    return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
