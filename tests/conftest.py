@@ -1,0 +1,46 @@
+"""Shared pytest configuration: reproducible seeds and the cross-check summary table."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))  # `import cases` from the test modules
+
+SEED = int(os.environ.get("SEED", "1"))
+
+
+@pytest.fixture
+def seed():
+    """Base seed for random tests; set SEED=... to reproduce or vary a run."""
+    return SEED
+
+
+def pytest_report_header(config):
+    return f"random seed: SEED={SEED}"
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print how many cases and elements each cross-check compared and matched."""
+    rows = []
+    for key in ("passed", "failed"):
+        for rep in terminalreporter.stats.get(key, []):
+            for name, value in getattr(rep, "user_properties", ()):
+                if name == "crosscheck":
+                    rows.append(value)
+    if not rows:
+        return
+    totals = {}
+    for r in rows:
+        t = totals.setdefault((r["against"], r["op"]), [0, 0, 0])
+        t[0] += r["cases"]
+        t[1] += r["matched"]
+        t[2] += r["elements"]
+    tr = terminalreporter
+    tr.section("golden model vs real runtimes (bit-exact comparisons)")
+    tr.write_line(f"{'runtime':<22} {'op':<20} {'cases':>6} {'matched':>8} {'elements':>10}")
+    for (against, op), (n, m, e) in sorted(totals.items()):
+        tr.write_line(f"{against:<22} {op:<20} {n:>6} {m:>8} {e:>10}")
+    n_all = sum(t[0] for t in totals.values())
+    m_all = sum(t[1] for t in totals.values())
+    tr.write_line(f"{'total':<43} {n_all:>6} {m_all:>8} {sum(t[2] for t in totals.values()):>10}")
