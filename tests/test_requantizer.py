@@ -1,0 +1,156 @@
+"""The Requantizer in Amaranth's simulator against the golden model, every output compared.
+
+Random vectors cover the whole int32 accumulator/bias range, multipliers from
+QuantizeMultiplier (plus any int32 multiplier in double rounding, INT32_MIN included),
+every shift in -31..30, and random per-layer offsets and activation ranges; directed
+vectors add the SRDHM overflow, RoundingDivideByPOT ties at every shift, and wraps of
+the pre-shift and the output offset. Random idle gaps on the input and random
+backpressure on the output are always on.
+"""
+
+import numpy as np
+import pytest
+from amaranth.sim import Simulator
+
+from golden import staged
+from hw.requantizer import Requantizer
+
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
+
+
+def golden_requantize(vec, cfg, rounding):
+    acc, bias, mult, shift = (np.asarray(vec[k]) for k in ("acc", "bias", "multiplier", "shift"))
+    total = staged.add_bias(acc, bias)
+    if cfg["bypass"]:
+        return total.astype(np.int64)
+    scaled = staged.requantize(total, mult, shift, rounding)
+    return staged.clamp(staged.add_output_offset(scaled, cfg["output_offset"]),
+                        cfg["act_min"], cfg["act_max"]).astype(np.int64)
+
+
+def random_vectors(rng, n, rounding):
+    acc = rng.integers(I32_MIN, I32_MAX, n, endpoint=True)
+    small = rng.random(n) < 0.5  # half realistic accumulator sizes, half anywhere in int32
+    acc = np.where(small, rng.integers(-(2**20), 2**20, n), acc)
+    bias = np.where(rng.random(n) < 0.2, rng.integers(I32_MIN, I32_MAX, n, endpoint=True),
+                    rng.integers(-(2**16), 2**16, n))
+    mult = rng.integers(2**30, 2**31, n)
+    if rounding == "double":  # any int32 multiplier is legal in double rounding
+        mult = np.where(rng.random(n) < 0.1, rng.integers(I32_MIN, I32_MAX, n, endpoint=True), mult)
+    shift = rng.integers(-31, 31, n)
+    return {"acc": acc, "bias": bias, "multiplier": mult, "shift": shift}
+
+
+def directed_vectors(rounding):
+    rows = []
+    for shift in range(-31, 31):  # ties of RoundingDivideByPOT around 0 and far out
+        for k in (-3, -1, 1, 3):
+            acc = k << max(-shift - 1, 0)
+            rows.append((acc, 0, 2**30, shift))
+            rows.append((acc + 1, -1, 2**30, shift))
+    for acc in (I32_MIN, I32_MIN + 1, -1, 0, 1, I32_MAX - 1, I32_MAX):
+        for mult in ((I32_MIN, 2**30, I32_MAX, 0) if rounding == "double" else (2**30, I32_MAX, 0)):
+            for shift in (-31, -1, 0, 1, 30):
+                rows.append((acc, 0, mult, shift))
+                rows.append((acc, I32_MAX, mult, shift))   # bias add wraps
+    rows.append((I32_MIN, 0, I32_MIN, 0))                  # SRDHM overflow case (double only)
+    acc, bias, mult, shift = (np.array(c) for c in zip(*rows, strict=True))
+    if rounding == "single":
+        mult = np.where(mult < 0, 2**30, mult)
+    return {"acc": acc, "bias": bias, "multiplier": mult, "shift": shift}
+
+
+def run_requantizer(vectors, cfg, rounding, seed, p_idle=0.3, p_ready=0.7):
+    dut = Requantizer(rounding)
+    n = len(vectors["acc"])
+    out = []
+    cycles = [0]
+    rng = np.random.default_rng(seed)
+
+    async def producer(ctx):
+        for name in ("output_offset", "act_min", "act_max", "bypass"):
+            ctx.set(getattr(dut, name), int(cfg[name]))
+        for i in range(n):
+            while rng.random() < p_idle:
+                ctx.set(dut.i.valid, 0)
+                await ctx.tick()
+            for k in ("acc", "bias", "multiplier", "shift"):
+                ctx.set(getattr(dut.i.payload, k), int(vectors[k][i]))
+            ctx.set(dut.i.valid, 1)
+            await ctx.tick().until(dut.i.ready)
+        ctx.set(dut.i.valid, 0)
+
+    async def consumer(ctx):
+        while len(out) < n:
+            ready = bool(rng.random() < p_ready)
+            ctx.set(dut.o.ready, ready)
+            _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload)
+            cycles[0] += 1
+            if valid and ready:
+                out.append(payload)
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(producer)
+    sim.add_testbench(consumer)
+    sim.run()
+    run_requantizer.last_cycles = cycles[0]
+    run_requantizer.last_latency = dut.latency
+    return np.array(out, dtype=np.int64)
+
+
+def check(vectors, cfg, rounding, seed, **kw):
+    got = run_requantizer(vectors, cfg, rounding, seed, **kw)
+    want = golden_requantize(vectors, cfg, rounding)
+    bad = np.flatnonzero(got != want)
+    if bad.size:
+        i = int(bad[0])
+        operands = {k: int(v[i]) for k, v in vectors.items()}
+        total = int(staged.add_bias(operands["acc"], operands["bias"]))
+        scaled = int(staged.requantize(total, operands["multiplier"], operands["shift"], rounding))
+        pytest.fail(f"{bad.size} of {got.size} outputs differ (seed {seed}); first at {i}: operands {operands}, "
+                    f"config {cfg}, golden stages acc+bias={total} scaled={scaled} "
+                    f"out={int(want[i])}, hardware {int(got[i])}")
+    return got.size
+
+
+def random_config(rng):
+    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2))
+    if rng.random() < 0.5:
+        lo, hi = -128, 127
+    return {"output_offset": int(rng.integers(-128, 128)), "act_min": lo, "act_max": hi, "bypass": 0}
+
+
+@pytest.mark.parametrize("rounding", ["double", "single"])
+def test_requantizer_random(seed, rounding, record_property):
+    rng = np.random.default_rng(seed + 5)
+    compared = 0
+    for block in range(4):
+        vectors = random_vectors(rng, 2500, rounding)
+        compared += check(vectors, random_config(rng), rounding, seed + block)
+    record_property("rtl_outputs", compared)
+
+
+@pytest.mark.parametrize("rounding", ["double", "single"])
+def test_requantizer_directed(seed, rounding):
+    for cfg in ({"output_offset": 127, "act_min": -128, "act_max": 127, "bypass": 0},
+                {"output_offset": -128, "act_min": -5, "act_max": 6, "bypass": 0},
+                {"output_offset": 0, "act_min": -128, "act_max": 127, "bypass": 1}):
+        check(directed_vectors(rounding), cfg, rounding, seed)
+
+
+def test_requantizer_full_rate_without_stalls(seed):
+    """No idle input, output always ready: one result per cycle after the pipeline latency."""
+    rng = np.random.default_rng(seed)
+    for rounding in ("double", "single"):
+        n = check(random_vectors(rng, 500, rounding), random_config(rng), rounding, seed, p_idle=0.0, p_ready=1.0)
+        # The consumer samples at every edge: the last result appears latency edges after the last input.
+        assert run_requantizer.last_cycles == n + run_requantizer.last_latency
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rounding", ["double", "single"])
+def test_requantizer_100k_random(seed, rounding):
+    rng = np.random.default_rng(seed + 100)
+    for block in range(10):
+        check(random_vectors(rng, 10000, rounding), random_config(rng), rounding, seed + 1000 + block)
