@@ -1,0 +1,156 @@
+"""Output-stationary systolic int8 MAC array.
+
+``rows x cols`` MAC cells; cell (i, j) accumulates ``sum_k a[i][k] * w[k][j]`` of one tile in
+int32 (wrapping, as TFLite's accumulator does, so K is unbounded). Raw int8 values only:
+zero points are folded into the bias outside the array.
+
+Dataflow. One *step* per cycle carries a column of activations ``a[0..rows-1]`` (one k of
+an A tile) and a row of weights ``w[0..cols-1]`` (the same k of a W tile), with flags
+``first`` (k = 0) and ``last`` (k = K-1). Row i's activation enters through i skew
+registers and then moves right one cell per cycle; column j's weight enters through j
+skew registers and moves down; so cell (i, j) sees step s at cycle ``s + i + j``, with
+the flags travelling alongside the activations. On ``last`` a cell copies its final sum
+into its output register, which the next tile does not touch for ``max(rows, cols)``
+steps: row i of a tile is complete ``i + cols`` cycles after its last step and is read
+out as a whole (``cols`` int32 values) in that cycle, one row per cycle. Consecutive
+tiles therefore overlap completely when ``K >= max(rows, cols)``; shorter tiles are
+padded with idle steps by the sequencer in :mod:`hw.accelerator`.
+
+Every register advances only when ``en`` is high (a global stall), so backpressure at
+the output freezes the array without losing or reordering anything.
+"""
+
+from amaranth import Module, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["MACCell", "StepFlags", "SystolicArray"]
+
+StepFlags = data.StructLayout({"valid": 1, "first": 1, "last": 1})
+
+
+class MACCell(wiring.Component):
+    """One int8 x int8 multiply-accumulate cell with an int32 accumulator and output register.
+
+    Latency 1: ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the
+    neighbours; on a valid step, ``acc <- (first ? 0 : acc) + a * w`` (int32 wrap), and on a
+    valid ``last`` step the same new value is copied to ``result``.
+    """
+
+    a: In(signed(8))
+    w: In(signed(8))
+    flags: In(StepFlags)
+    en: In(1)
+    a_out: Out(signed(8))
+    w_out: Out(signed(8))
+    flags_out: Out(StepFlags)
+    result: Out(signed(32))
+
+    latency = 1
+
+    def elaborate(self, platform):
+        m = Module()
+        acc = Signal(signed(32))
+        new = Signal(signed(32))
+        m.d.comb += new.eq((((self.flags.first == 0) * acc) + self.a * self.w)[:32].as_signed())
+        with m.If(self.en):
+            m.d.sync += [self.a_out.eq(self.a), self.w_out.eq(self.w), self.flags_out.eq(self.flags)]
+            with m.If(self.flags.valid):
+                m.d.sync += acc.eq(new)
+                with m.If(self.flags.last):
+                    m.d.sync += self.result.eq(new)
+        return m
+
+
+class SystolicArray(wiring.Component):
+    """``rows x cols`` output-stationary array with input skew and row read-out (see module docstring).
+
+    Members
+    -------
+    a : In(ArrayLayout(signed(8), rows)); w : In(ArrayLayout(signed(8), cols)); flags : In(StepFlags)
+        The step presented in a cycle with ``en`` high.
+    tag : In(tag_width)
+        Carried with the step to the row read-out (the accelerator passes the column-tile index).
+    en : In(1)
+        Global advance.
+    row_valid : Out(1); row_index : Out(range(rows)); row_tag : Out(tag_width)
+    row_data : Out(ArrayLayout(signed(32), cols))
+        A completed output row, valid for one enabled cycle.
+    """
+
+    def __init__(self, rows, cols, tag_width=16):
+        for name, v in (("rows", rows), ("cols", cols)):
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
+        self.rows, self.cols, self.tag_width = rows, cols, tag_width
+        super().__init__({
+            "a": In(data.ArrayLayout(signed(8), rows)),
+            "w": In(data.ArrayLayout(signed(8), cols)),
+            "flags": In(StepFlags),
+            "tag": In(tag_width),
+            "en": In(1),
+            "row_valid": Out(1),
+            "row_index": Out(range(max(rows, 2))),
+            "row_tag": Out(tag_width),
+            "row_data": Out(data.ArrayLayout(signed(32), cols)),
+        })
+
+    @property
+    def min_tile_steps(self):
+        """Shortest tile period (in steps) for which read-out rows and result registers never collide."""
+        return max(self.rows, self.cols)
+
+    @property
+    def latency(self):
+        """Cycles from a tile's last step to its row 0 being presented on ``row_*`` (row i follows i cycles later)."""
+        return self.cols + 1
+
+    def elaborate(self, platform):
+        m = Module()
+        R, C = self.rows, self.cols
+
+        def delayed(value, n, name):
+            for k in range(n):
+                reg = Signal.like(value, name=f"{name}_d{k + 1}")
+                with m.If(self.en):
+                    m.d.sync += reg.eq(value)
+                value = reg
+            return value
+
+        cells = [[MACCell() for _ in range(C)] for _ in range(R)]
+        for i in range(R):
+            for j in range(C):
+                cell = cells[i][j]
+                m.submodules[f"pe_{i}_{j}"] = cell
+                m.d.comb += cell.en.eq(self.en)
+                if j == 0:
+                    m.d.comb += [cell.a.eq(delayed(self.a[i], i, f"a_skew{i}")),
+                                 cell.flags.eq(delayed(self.flags, i, f"flags_skew{i}"))]
+                else:
+                    m.d.comb += [cell.a.eq(cells[i][j - 1].a_out), cell.flags.eq(cells[i][j - 1].flags_out)]
+                if i == 0:
+                    m.d.comb += cell.w.eq(delayed(self.w[j], j, f"w_skew{j}"))
+                else:
+                    m.d.comb += cell.w.eq(cells[i - 1][j].w_out)
+
+        # Row i of a tile is complete i + cols cycles after the tile's last step entered.
+        # A delay line of (last, tag) finds it; with tiles >= max(rows, cols) steps apart at
+        # most one row completes per cycle.
+        last = Signal()
+        m.d.comb += last.eq(self.flags.valid & self.flags.last)
+        line = [(last, self.tag)]
+        for k in range(R + C - 1):
+            prev_last, prev_tag = line[-1]
+            l_reg, t_reg = Signal(name=f"done_last{k + 1}"), Signal(self.tag_width, name=f"done_tag{k + 1}")
+            with m.If(self.en):
+                m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
+            line.append((l_reg, t_reg))
+
+        with m.If(self.en):
+            m.d.sync += self.row_valid.eq(0)
+            for i in range(R):
+                done, tag = line[C + i]
+                with m.If(done):
+                    m.d.sync += [self.row_valid.eq(1), self.row_index.eq(i), self.row_tag.eq(tag)]
+                    m.d.sync += [self.row_data[j].eq(cells[i][j].result) for j in range(C)]
+        return m

@@ -1,0 +1,99 @@
+"""Host-side driver model: turns a requantized GEMM into the accelerator's transfers and back.
+
+Shared by the Amaranth-simulator tests and the cocotb testbenches: it folds the bias,
+builds the per-channel table writes, tiles and zero-pads A and W into steps, and
+reassembles result rows into the [M, N] output. It never computes the expected result
+itself; that comes from :func:`golden.requantized_gemm`.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from golden import staged
+from golden.kernels import requantized_gemm
+
+__all__ = ["GemmProblem"]
+
+
+@dataclasses.dataclass
+class GemmProblem:
+    """int8 ``lhs`` [M, K] x int8 ``rhs`` [K, N] with TFLite requantization parameters."""
+
+    lhs: np.ndarray
+    rhs: np.ndarray
+    bias: np.ndarray | None
+    input_offset: int
+    output_multiplier: np.ndarray
+    output_shift: np.ndarray
+    output_offset: int
+    act_min: int = -128
+    act_max: int = 127
+    rounding: str = "double"
+    bypass: bool = False
+
+    @property
+    def shape(self):
+        return self.lhs.shape[0], self.lhs.shape[1], self.rhs.shape[1]
+
+    def expected(self):
+        """The golden model's answer: int8 results, or the int32 accumulators in bypass."""
+        st = requantized_gemm(self.lhs, self.rhs, self.bias, input_offset=self.input_offset,
+                              output_multiplier=self.output_multiplier, output_shift=self.output_shift,
+                              output_offset=self.output_offset, quantized_activation_min=self.act_min,
+                              quantized_activation_max=self.act_max, rounding=self.rounding, return_stages=True)
+        return (st.acc if self.bypass else st.output).astype(np.int64), st
+
+    def folded_bias(self):
+        return staged.fold_bias(self.bias, self.rhs.astype(np.int64).sum(axis=0), self.input_offset)
+
+    def tiles(self, rows, cols):
+        m, _, n = self.shape
+        return -(-m // rows), -(-n // cols)
+
+    def layer_registers(self, rows, cols):
+        return {"k_steps": self.shape[1], "n_tiles": self.tiles(rows, cols)[1], "output_offset": self.output_offset,
+                "act_min": self.act_min, "act_max": self.act_max, "bypass": int(self.bypass)}
+
+    def table_writes(self, rows, cols):
+        """(addr, lane, bias, multiplier, shift) per output channel, padded channels zero."""
+        n = self.shape[2]
+        n_pad = self.tiles(rows, cols)[1] * cols
+        folded = np.zeros(n_pad, np.int64)
+        folded[:n] = self.folded_bias()
+        mult = np.zeros(n_pad, np.int64)
+        mult[:n] = np.broadcast_to(self.output_multiplier, (n,))
+        shift = np.zeros(n_pad, np.int64)
+        shift[:n] = np.broadcast_to(self.output_shift, (n,))
+        return [(c // cols, c % cols, int(folded[c]), int(mult[c]), int(shift[c])) for c in range(n_pad)]
+
+    def steps(self, rows, cols):
+        """Yield (a_column[rows], w_row[cols]) for every step, row tile outer, column tile inner."""
+        m, k, n = self.shape
+        mt, nt = self.tiles(rows, cols)
+        a = np.zeros((mt * rows, k), np.int64)
+        a[:m] = self.lhs
+        w = np.zeros((k, nt * cols), np.int64)
+        w[:, :n] = self.rhs
+        for ti in range(mt):
+            for tj in range(nt):
+                for kk in range(k):
+                    yield a[ti * rows:(ti + 1) * rows, kk].tolist(), w[kk, tj * cols:(tj + 1) * cols].tolist()
+
+    def n_result_rows(self, rows, cols):
+        mt, nt = self.tiles(rows, cols)
+        return mt * nt * rows
+
+    def assemble(self, result_rows, rows, cols):
+        """Result rows (each ``cols`` ints, in arrival order) -> [M, N] array."""
+        m, _, n = self.shape
+        mt, nt = self.tiles(rows, cols)
+        if len(result_rows) != mt * nt * rows:
+            raise ValueError(f"expected {mt * nt * rows} result rows, got {len(result_rows)}")
+        out = np.zeros((mt * rows, nt * cols), np.int64)
+        it = iter(result_rows)
+        for ti in range(mt):
+            for tj in range(nt):
+                for i in range(rows):
+                    out[ti * rows + i, tj * cols:(tj + 1) * cols] = next(it)
+        return out[:m, :n]
