@@ -9,16 +9,22 @@ STAMP  := $(VENV)/.installed-stamp
 DEBIAN_PACKAGES := iverilog build-essential perl liblz4-dev zlib1g-dev
 # pytest options, e.g. make test PYTEST_ARGS="-k conv -x"
 PYTEST_ARGS ?=
+# Accelerator configuration for `make verilog` / `make lint`
+ROWS ?= 8
+COLS ?= 8
+ROUNDING ?= double
+VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install test test-all lint bench-golden clean
+.PHONY: help install test test-all lint verilog bench-golden clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
 	@echo "make test          the default test suite (golden model, TFLM cross-check)"
 	@echo "make test-all      the default suite plus the slow regressions"
-	@echo "make lint          ruff"
+	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double)"
+	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make bench-golden  time the golden model against TFLite-Micro (writes build/bench/golden.json)"
 	@echo "make clean         remove build/ and caches (keeps .venv)"
 
@@ -37,8 +43,12 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
-lint: $(STAMP)
+lint: $(STAMP) verilog
 	$(PY) -m ruff check .
+	$(PY) -m sim.lint $(VERILOG)
+
+verilog: $(STAMP)
+	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
 
 bench-golden: $(STAMP)
 	$(PY) -m golden.bench

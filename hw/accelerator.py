@@ -41,11 +41,18 @@ class Accelerator(wiring.Component):
     """
 
     def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64):
-        self._array = SystolicArray(rows, cols)
+        error = None
         if rounding not in ("double", "single"):
-            raise ValueError(f"rounding must be 'double' or 'single', got {rounding!r}")
-        if not isinstance(max_col_tiles, int) or max_col_tiles < 1:
-            raise ValueError(f"max_col_tiles must be an integer >= 1, got {max_col_tiles!r}")
+            error = f"rounding must be 'double' or 'single', got {rounding!r}"
+        elif not isinstance(max_col_tiles, int) or max_col_tiles < 1:
+            error = f"max_col_tiles must be an integer >= 1, got {max_col_tiles!r}"
+        for name, v in (("rows", rows), ("cols", cols)):
+            if not isinstance(v, int) or v < 1:
+                error = f"{name} must be an integer >= 1, got {v!r}"
+        if error:
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(error)
+        self._array = SystolicArray(rows, cols)
         self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
         super().__init__({
             "act": In(stream.Signature(data.ArrayLayout(signed(8), rows))),

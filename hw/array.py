@@ -81,6 +81,7 @@ class SystolicArray(wiring.Component):
     def __init__(self, rows, cols, tag_width=16):
         for name, v in (("rows", rows), ("cols", cols)):
             if not isinstance(v, int) or v < 1:
+                self._MustUse__silence = True  # a refused object is not an unused design
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         self.rows, self.cols, self.tag_width = rows, cols, tag_width
         super().__init__({

