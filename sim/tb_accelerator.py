@@ -1,0 +1,274 @@
+"""cocotb testbench for the exported accelerator (Icarus and Verilator).
+
+Structure (cf. cocotb's matrix_multiplier example and verilog-axis tb/): a :class:`TB`
+owns the clock and reset, one :class:`StreamSource` per input stream (``act``, ``wts``,
+``cfg``), one :class:`StreamSink` per output stream (``res``) and a :class:`Scoreboard`
+fed by the golden model. Handshakes are decided in ReadOnly after the falling edge
+(inputs are driven at the falling edge), which is deterministic on both simulators.
+
+Configuration comes from the environment (set by tests/test_cocotb.py): ``TB_ROWS``,
+``TB_COLS``, ``TB_ROUNDING``, ``TB_MAX_COL_TILES``, ``TB_SEED``, ``TB_PROBLEMS`` (number
+of random GEMMs), ``TB_MAX_DIM``, ``TB_PAUSES`` (1: random idle gaps and backpressure),
+``TB_RESULTS`` (JSON file for the summary).
+"""
+
+import json
+import os
+
+import cocotb
+import numpy as np
+from amaranth.hdl import Const
+from cocotb.clock import Clock
+from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
+
+from golden.fixedpoint import quantize_multiplier
+from hw.accelerator import config_layout
+from sim.host import GemmProblem
+
+ROWS = int(os.environ.get("TB_ROWS", "2"))
+COLS = int(os.environ.get("TB_COLS", "2"))
+ROUNDING = os.environ.get("TB_ROUNDING", "double")
+MAX_COL_TILES = int(os.environ.get("TB_MAX_COL_TILES", "8"))
+SEED = int(os.environ.get("TB_SEED", "1"))
+N_PROBLEMS = int(os.environ.get("TB_PROBLEMS", "4"))
+MAX_DIM = int(os.environ.get("TB_MAX_DIM", "20"))
+PAUSES = os.environ.get("TB_PAUSES", "1") == "1"
+RESULTS = os.environ.get("TB_RESULTS")
+
+
+def pack(values, bits):
+    """Pack signed lane values into one integer, lane 0 in the low bits."""
+    mask = (1 << bits) - 1
+    out = 0
+    for i, v in enumerate(values):
+        out |= (int(v) & mask) << (i * bits)
+    return out
+
+
+def unpack(word, n, bits):
+    half, full, mask = 1 << (bits - 1), 1 << bits, (1 << bits) - 1
+    return [((word >> (i * bits)) & mask) - (full if (word >> (i * bits)) & half else 0) for i in range(n)]
+
+
+def pause_generator(rng, p_pause):
+    while True:
+        yield bool(rng.random() < p_pause)
+
+
+class StreamSource:
+    """Drives one valid/ready input stream from a queue of packed payloads, with idle gaps."""
+
+    def __init__(self, dut, name, pauses):
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.queue = []
+        self.pos = 0
+        self.pauses = pauses
+        self.driving = False
+
+    def drive(self):
+        """Called at the falling edge: present the next item, or idle."""
+        self.driving = self.pos < len(self.queue) and not next(self.pauses)
+        if self.driving:
+            self.payload.value = self.queue[self.pos]
+        self.valid.value = int(self.driving)
+
+    def observe(self):
+        """Called in ReadOnly: advance if the item is transferred at the coming edge."""
+        if self.driving and int(self.ready.value):
+            self.pos += 1
+
+    @property
+    def idle(self):
+        return self.pos >= len(self.queue)
+
+
+class StreamSink:
+    """Takes results from the output stream, with random backpressure."""
+
+    def __init__(self, dut, name, pauses):
+        self.valid = getattr(dut, f"{name}__valid")
+        self.ready = getattr(dut, f"{name}__ready")
+        self.payload = getattr(dut, f"{name}__payload")
+        self.items = []
+        self.pauses = pauses
+        self.accepting = False
+
+    def drive(self):
+        self.accepting = not next(self.pauses)
+        self.ready.value = int(self.accepting)
+
+    def observe(self):
+        if self.accepting and int(self.valid.value):
+            self.items.append(int(self.payload.value))
+
+
+class Scoreboard:
+    """Compares every result element with the golden model and keeps the counts."""
+
+    def __init__(self, log):
+        self.log = log
+        self.compared = 0
+        self.failures = 0
+
+    def check(self, problem, rows, label):
+        got = problem.assemble([unpack(r, COLS, 32) for r in rows], ROWS, COLS)
+        want, st = problem.expected()
+        if not problem.bypass:
+            got = ((got + 128) % 256) - 128
+        self.compared += want.size
+        bad = np.argwhere(got != want)
+        for i, j in bad[:5]:
+            self.log.error(f"{label}: MISMATCH at [{i},{j}]: hardware {int(got[i, j])}, golden stages "
+                           f"{st.at((int(i), int(j)))}; operands lhs row {problem.lhs[i].tolist()[:16]}..., "
+                           f"rhs col {problem.rhs[:, j].tolist()[:16]}..., multiplier "
+                           f"{int(np.asarray(problem.output_multiplier)[j])}, shift "
+                           f"{int(np.asarray(problem.output_shift)[j])}; reproduce with SEED={SEED}")
+        self.failures += len(bad)
+        return len(bad) == 0
+
+
+class TB:
+    def __init__(self, dut, seed):
+        self.dut = dut
+        self.rng = np.random.default_rng(seed)
+        p_in, p_out = (0.25, 0.3) if PAUSES else (0.0, 0.0)
+        self.act = StreamSource(dut, "act", pause_generator(self.rng, p_in))
+        self.wts = StreamSource(dut, "wts", pause_generator(self.rng, p_in))
+        self.cfg = StreamSource(dut, "cfg", pause_generator(self.rng, p_in))
+        self.res = StreamSink(dut, "res", pause_generator(self.rng, p_out))
+        self.scoreboard = Scoreboard(dut._log)
+        self.cfg_layout = config_layout(COLS, MAX_COL_TILES)
+        self.cycles = 0
+        cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
+
+    async def reset(self, cycles=3):
+        await FallingEdge(self.dut.clk)
+        self.dut.rst.value = 1
+        for src in (self.act, self.wts, self.cfg):
+            src.valid.value = 0
+            src.queue, src.pos = [], 0
+        self.res.ready.value = 0
+        for _ in range(cycles):
+            await FallingEdge(self.dut.clk)
+        self.dut.rst.value = 0
+
+    def load(self, problem):
+        for name, value in problem.layer_registers(ROWS, COLS).items():
+            getattr(self.dut, name).value = value
+        self.cfg.queue = [Const.cast(self.cfg_layout.const(
+            {"addr": a, "lane": lane, "entry": {"bias": b, "multiplier": m, "shift": s}})).value
+            for a, lane, b, m, s in problem.table_writes(ROWS, COLS)]
+        self.cfg.pos = 0
+        acts, wts = [], []
+        for a_col, w_row in problem.steps(ROWS, COLS):
+            acts.append(pack(a_col, 8))
+            wts.append(pack(w_row, 8))
+        self.act.queue, self.wts.queue = acts, wts
+        self.act.pos = self.wts.pos = 0
+        self.res.items = []
+
+    async def run(self, problem, label, max_cycles=None, stop_after=None):
+        """Program the tables, then stream the steps and collect every result row."""
+        self.load(problem)
+        want_rows = problem.n_result_rows(ROWS, COLS)
+        steps = len(self.act.queue)
+        budget = max_cycles or 50 * (steps + want_rows + len(self.cfg.queue)) + 200
+        for cycle in range(budget):
+            await FallingEdge(self.dut.clk)
+            if stop_after is not None and cycle >= stop_after:
+                return None
+            self.cfg.drive()
+            if self.cfg.idle:  # tables first, then the steps
+                self.act.drive()
+                self.wts.drive()
+            else:
+                self.act.valid.value = self.wts.valid.value = 0
+                self.act.driving = self.wts.driving = False
+            self.res.drive()
+            await ReadOnly()
+            self.cfg.observe()
+            self.act.observe()
+            self.wts.observe()
+            self.res.observe()
+            self.cycles += 1
+            if len(self.res.items) == want_rows:
+                await RisingEdge(self.dut.clk)
+                return self.scoreboard.check(problem, self.res.items, label)
+        raise AssertionError(f"{label}: timed out after {budget} cycles with {len(self.res.items)} of "
+                             f"{want_rows} result rows (seed {SEED})")
+
+
+def random_problem(rng, m, k, n, bypass=False):
+    lhs = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    rhs = rng.integers(-127, 128, (k, n)).astype(np.int8)
+    bias = rng.integers(-(2**20), 2**20, n).astype(np.int32)
+    real = np.exp(rng.uniform(np.log(2.0**-24), np.log(4.0), n)) / (k * 32)
+    if rng.random() < 0.2:
+        real = np.exp(rng.uniform(np.log(2.0**-31), np.log(2.0**20), n))  # extreme shifts both ways
+    mult, shift = quantize_multiplier(real, ROUNDING)
+    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2)) if rng.random() < 0.3 else (-128, 127)
+    return GemmProblem(lhs, rhs, bias, input_offset=int(rng.integers(-127, 129)), output_multiplier=mult,
+                       output_shift=np.minimum(shift, 30), output_offset=int(rng.integers(-128, 128)),
+                       act_min=lo, act_max=hi, rounding=ROUNDING, bypass=bypass)
+
+
+def directed_problems(rng):
+    """All -128 activations with +-127 weights (accumulators at +-16256*K), ties, RELU6-like bounds."""
+    problems = []
+    p = random_problem(rng, ROWS, 64, COLS)
+    p.lhs[:] = -128
+    p.rhs[:] = np.where(rng.random(p.rhs.shape) < 0.5, -127, 127)
+    problems.append(p)
+    # Every element an exact .5 tie, positive and negative: K = 1, weights 1, activations
+    # -128, -112, ..., 112, biases = 8 (mod 16) and an effective multiplier of 2**-4.
+    n = max(COLS, 2)
+    p = GemmProblem(lhs=(np.arange(16) * 16 - 128).astype(np.int8).reshape(16, 1),
+                    rhs=np.ones((1, n), np.int8), bias=(8 - 16 * np.arange(n)).astype(np.int32), input_offset=0,
+                    output_multiplier=np.full(n, 2**30), output_shift=np.full(n, -3), output_offset=3,
+                    rounding=ROUNDING)
+    problems.append(p)
+    p = random_problem(rng, ROWS + 1, 3, COLS)
+    p.act_min, p.act_max = 0, 47                 # a RELU6-style clamp
+    problems.append(p)
+    p = random_problem(rng, ROWS, 5, COLS)
+    p.bias = np.full(COLS, 2**31 - 1, np.int32)  # bias add wraps
+    problems.append(p)
+    return problems
+
+
+def write_results(tb, name):
+    if RESULTS:
+        with open(RESULTS, "a") as f:
+            f.write(json.dumps({"test": name, "compared": tb.scoreboard.compared,
+                                "failures": tb.scoreboard.failures, "cycles": tb.cycles}) + "\n")
+
+
+@cocotb.test()
+async def random_gemms(dut):
+    """Random shapes and quantization parameters, plus directed corners, every output compared."""
+    tb = TB(dut, SEED)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 1)
+    problems = [random_problem(rng, *(int(x) for x in rng.integers(1, MAX_DIM + 1, 3))) for _ in range(N_PROBLEMS)]
+    problems.append(random_problem(rng, ROWS, 7, COLS, bypass=True))
+    problems += directed_problems(rng)
+    ok = True
+    for i, p in enumerate(problems):
+        ok &= await tb.run(p, f"problem {i} M,K,N={p.shape}")
+    write_results(tb, "random_gemms")
+    assert ok, f"{tb.scoreboard.failures} of {tb.scoreboard.compared} outputs differ from golden (seed {SEED})"
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """A reset in the middle of a stream, then a clean run that must be exact."""
+    tb = TB(dut, SEED + 5)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 6)
+    await tb.run(random_problem(rng, 2 * ROWS, 30, 2 * COLS), "interrupted", stop_after=int(rng.integers(20, 60)))
+    await tb.reset()
+    ok = await tb.run(random_problem(rng, ROWS + 1, 9, COLS + 1), "after reset")
+    write_results(tb, "reset_mid_stream")
+    assert ok, f"{tb.scoreboard.failures} outputs differ after a mid-stream reset (seed {SEED})"
