@@ -17,11 +17,12 @@ VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install test test-all lint verilog bench-golden clean
+.PHONY: help install sim test test-all lint verilog bench-golden clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
-	@echo "make test          the default test suite (golden model, TFLM cross-check)"
+	@echo "make sim           the RTL regression: every configuration on Icarus and Verilator (WAVES=1, SEED=n)"
+	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
@@ -36,6 +37,9 @@ $(STAMP): pyproject.toml tools/install-debian-packages.sh
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev]'
 	touch $@
+
+sim: $(STAMP)
+	$(PY) -m sim.regress
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)

@@ -51,6 +51,16 @@ class GemmProblem:
         m, _, n = self.shape
         return -(-m // rows), -(-n // cols)
 
+    def check_fits(self, rows, cols, max_col_tiles):
+        """Refuse a problem the accelerator's per-channel tables cannot hold."""
+        n_tiles = self.tiles(rows, cols)[1]
+        if n_tiles > max_col_tiles:
+            raise ValueError(f"N = {self.shape[2]} needs {n_tiles} column tiles of {cols}, but the tables hold "
+                             f"max_col_tiles = {max_col_tiles} (N <= {max_col_tiles * cols}); split the layer "
+                             f"or elaborate with a larger max_col_tiles")
+        if self.shape[1] >= 2**24:
+            raise ValueError(f"K = {self.shape[1]} exceeds the k_steps register (K < 2**24)")
+
     def layer_registers(self, rows, cols):
         return {"k_steps": self.shape[1], "n_tiles": self.tiles(rows, cols)[1], "output_offset": self.output_offset,
                 "act_min": self.act_min, "act_max": self.act_max, "bypass": int(self.bypass)}

@@ -19,10 +19,15 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 
 def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, pauses=True, waves=False,
-           max_col_tiles=8, testcase=None):
-    """Export the configuration, run sim/tb_accelerator.py on it; return the per-test result dicts."""
+           max_col_tiles=None, testcase=None):
+    """Export the configuration, run sim/tb_accelerator.py on it; return the per-test result dicts.
+
+    The per-channel tables are sized for the largest N the testbench generates (max_dim).
+    """
     from cocotb_test.simulator import run
 
+    if max_col_tiles is None:
+        max_col_tiles = max(4, -(-max(max_dim, 16) // cols))
     worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
     tag = f"{simulator}_{rows}x{cols}_{rounding}_{worker}"
     build = ROOT / "build" / "sim" / tag

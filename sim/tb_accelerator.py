@@ -155,6 +155,7 @@ class TB:
         self.dut.rst.value = 0
 
     def load(self, problem):
+        problem.check_fits(ROWS, COLS, MAX_COL_TILES)
         for name, value in problem.layer_registers(ROWS, COLS).items():
             getattr(self.dut, name).value = value
         self.cfg.queue = [Const.cast(self.cfg_layout.const(

@@ -144,3 +144,9 @@ def test_accelerator_full_rate(seed):
     """No gaps, always ready: the array accepts one step per cycle (checked by cycle count elsewhere)."""
     rng = np.random.default_rng(seed + 3)
     check(Accelerator(3, 2, max_col_tiles=4), [random_problem(rng, 6, 12, 4)], seed, p_idle=0.0, p_ready=1.0)
+
+
+def test_host_refuses_problem_larger_than_tables(seed):
+    prob = random_problem(np.random.default_rng(seed), 2, 3, 17)
+    with pytest.raises(ValueError, match=r"N = 17 needs 9 column tiles of 2, but the tables hold max_col_tiles = 8"):
+        prob.check_fits(2, 2, 8)

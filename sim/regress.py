@@ -1,0 +1,76 @@
+"""The RTL regression (``make sim``): every configuration on both simulators, with a summary.
+
+Runs sim/tb_accelerator.py through cocotb-test for each (simulator, rows x cols, rounding)
+below, prints a line per run as it finishes, then a table of tests, outputs compared and
+failures; copies each run's JUnit XML to build/sim/junit/ and writes build/sim/summary.json.
+``WAVES=1`` dumps FST waveforms (Icarus: <build>/<top>.fst; Verilator: --trace-fst).
+``SEED=n`` reproduces or varies the random stimulus. Exits non-zero on any failure.
+"""
+
+import argparse
+import json
+import os
+import shutil
+import time
+
+from .runner import ROOT, run_tb
+
+SHAPES = [(1, 1), (2, 3), (4, 4), (8, 8)]
+CONFIGS = ([("icarus", r, c, rnd) for r, c in SHAPES for rnd in ("double", "single")]
+           + [("verilator", r, c, rnd) for r, c in [*SHAPES, (16, 16)] for rnd in ("double", "single")])
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problems", type=int, default=8, help="random GEMMs per configuration")
+    parser.add_argument("--max-dim", type=int, default=24, help="largest random M, K, N")
+    parser.add_argument("--only", default="", help="run only configurations whose tag contains this text")
+    args = parser.parse_args(argv)
+    seed = int(os.environ.get("SEED", "1"))
+    waves = os.environ.get("WAVES", "0") == "1"
+    junit = ROOT / "build" / "sim" / "junit"
+    junit.mkdir(parents=True, exist_ok=True)
+    rows = []
+    configs = [c for c in CONFIGS if args.only in f"{c[0]}_{c[1]}x{c[2]}_{c[3]}"]
+    for n, (simulator, r, c, rounding) in enumerate(configs, 1):
+        tag = f"{simulator}_{r}x{c}_{rounding}"
+        t0 = time.monotonic()
+        # Icarus slows down ~7x per array doubling: fewer, smaller problems on the big arrays there.
+        problems = args.problems if simulator == "verilator" or r * c <= 16 else max(2, args.problems // 4)
+        error = None
+        try:
+            results = run_tb(simulator, r, c, rounding, seed=seed, problems=problems, max_dim=args.max_dim,
+                             waves=waves)
+        except BaseException as exc:  # cocotb-test raises SystemExit on failing cocotb tests
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            error, results = str(exc) or type(exc).__name__, []
+        build = ROOT / "build" / "sim" / f"{tag}_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+        for xml in build.glob("*results.xml"):
+            shutil.copy(xml, junit / f"{tag}.xml")
+        compared = sum(x["compared"] for x in results)
+        failures = sum(x["failures"] for x in results) + (1 if error else 0)
+        row = {"config": f"{r}x{c} {rounding}", "simulator": simulator, "tests": len(results),
+               "compared": compared, "failures": failures, "cycles": sum(x["cycles"] for x in results),
+               "seconds": round(time.monotonic() - t0, 1), "error": error}
+        rows.append(row)
+        status = "ok" if not failures and len(results) == 2 else "FAIL"
+        print(f"[{n}/{len(configs)}] {tag:<28} {status:<4} {compared:>7} outputs compared, "
+              f"{failures} failures, {row['seconds']} s", flush=True)
+    print()
+    print(f"{'configuration':<16} {'simulator':<10} {'tests':>5} {'outputs compared':>17} {'failures':>9}")
+    for row in rows:
+        print(f"{row['config']:<16} {row['simulator']:<10} {row['tests']:>5} {row['compared']:>17} "
+              f"{row['failures']:>9}")
+    total_c = sum(r["compared"] for r in rows)
+    total_f = sum(r["failures"] for r in rows)
+    print(f"{'total':<27} {sum(r['tests'] for r in rows):>5} {total_c:>17} {total_f:>9}")
+    out = ROOT / "build" / "sim" / "summary.json"
+    out.write_text(json.dumps({"seed": seed, "runs": rows}, indent=2) + "\n")
+    print(f"JUnit XML: {junit}/   summary: {out}")
+    bad = [r for r in rows if r["failures"] or r["tests"] != 2]
+    return 1 if bad or not rows else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
