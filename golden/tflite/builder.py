@@ -138,46 +138,49 @@ def fully_connected_model(weights, bias, *, batch, input_scale, input_zero_point
     return mb.finish([x], [y])
 
 
-def conv_2d_model(weights, bias, *, input_shape, output_shape, input_scale, input_zero_point, weight_scale,
-                  output_scale, output_zero_point, stride=(1, 1), dilation=(1, 1), padding="SAME",
-                  activation="NONE"):
-    """CONV_2D, NHWC input, OHWI weights quantized per output channel (axis 0)."""
-    cout = weights.shape[0]
+def _conv_like_model(weights, bias, channel_axis, *, input_shape, output_shape, input_scale, input_zero_point,
+                     weight_scale, output_scale, output_zero_point):
+    """Builder with input, per-channel weights (along ``channel_axis``), bias and output tensors."""
+    cout = weights.shape[channel_axis]
     ws = np.broadcast_to(np.asarray(weight_scale, dtype=np.float32), (cout,))
     mb = ModelBuilder()
     x = mb.tensor("input", input_shape, np.int8, scale=input_scale, zero_point=input_zero_point)
-    w = mb.tensor("weights", weights.shape, np.int8, scale=ws, zero_point=0, quantized_dimension=0, data=weights)
+    w = mb.tensor("weights", weights.shape, np.int8, scale=ws, zero_point=0, quantized_dimension=channel_axis,
+                  data=weights)
     b = _bias_tensor(mb, bias, np.float32(input_scale) * ws.astype(np.float64))
     y = mb.tensor("output", output_shape, np.int8, scale=output_scale, zero_point=output_zero_point)
-    opts = schema.Conv2DOptionsT()
+    return mb, [x, w, b], [y]
+
+
+def _spatial_options(opts, stride, dilation, padding, activation):
     opts.padding = _PADDING_CODES[padding]
     opts.strideH, opts.strideW = stride
     opts.dilationHFactor, opts.dilationWFactor = dilation
     opts.fusedActivationFunction = _activation(activation)
-    mb.operator(schema.BuiltinOperator.CONV_2D, [x, w, b], [y], schema.BuiltinOptions.Conv2DOptions, opts)
-    return mb.finish([x], [y])
+    return opts
 
 
-def depthwise_conv_2d_model(weights, bias, *, input_shape, output_shape, input_scale, input_zero_point,
-                            weight_scale, output_scale, output_zero_point, stride=(1, 1), dilation=(1, 1),
-                            padding="SAME", depth_multiplier=1, activation="NONE"):
+def conv_2d_model(weights, bias, *, stride=(1, 1), dilation=(1, 1), padding="SAME", activation="NONE", **quant):
+    """CONV_2D, NHWC input, OHWI weights quantized per output channel (axis 0).
+
+    ``quant``: input_shape, output_shape, input_scale, input_zero_point, weight_scale,
+    output_scale, output_zero_point.
+    """
+    mb, inputs, outputs = _conv_like_model(weights, bias, 0, **quant)
+    opts = _spatial_options(schema.Conv2DOptionsT(), stride, dilation, padding, activation)
+    mb.operator(schema.BuiltinOperator.CONV_2D, inputs, outputs, schema.BuiltinOptions.Conv2DOptions, opts)
+    return mb.finish(inputs[:1], outputs)
+
+
+def depthwise_conv_2d_model(weights, bias, *, stride=(1, 1), dilation=(1, 1), padding="SAME", depth_multiplier=1,
+                            activation="NONE", **quant):
     """DEPTHWISE_CONV_2D, weights [1, KH, KW, C*m] quantized per output channel (axis 3)."""
-    cout = weights.shape[3]
-    ws = np.broadcast_to(np.asarray(weight_scale, dtype=np.float32), (cout,))
-    mb = ModelBuilder()
-    x = mb.tensor("input", input_shape, np.int8, scale=input_scale, zero_point=input_zero_point)
-    w = mb.tensor("weights", weights.shape, np.int8, scale=ws, zero_point=0, quantized_dimension=3, data=weights)
-    b = _bias_tensor(mb, bias, np.float32(input_scale) * ws.astype(np.float64))
-    y = mb.tensor("output", output_shape, np.int8, scale=output_scale, zero_point=output_zero_point)
-    opts = schema.DepthwiseConv2DOptionsT()
-    opts.padding = _PADDING_CODES[padding]
-    opts.strideH, opts.strideW = stride
-    opts.dilationHFactor, opts.dilationWFactor = dilation
+    mb, inputs, outputs = _conv_like_model(weights, bias, 3, **quant)
+    opts = _spatial_options(schema.DepthwiseConv2DOptionsT(), stride, dilation, padding, activation)
     opts.depthMultiplier = depth_multiplier
-    opts.fusedActivationFunction = _activation(activation)
-    mb.operator(schema.BuiltinOperator.DEPTHWISE_CONV_2D, [x, w, b], [y],
+    mb.operator(schema.BuiltinOperator.DEPTHWISE_CONV_2D, inputs, outputs,
                 schema.BuiltinOptions.DepthwiseConv2DOptions, opts, version=3)
-    return mb.finish([x], [y])
+    return mb.finish(inputs[:1], outputs)
 
 
 def add_model(*, shape1, shape2, out_shape, input1_scale, input1_zero_point, input2_scale, input2_zero_point,
