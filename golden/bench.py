@@ -9,6 +9,7 @@ are printed and written to build/bench/golden.json.
 
 import argparse
 import json
+import os
 import pathlib
 import platform
 import time
@@ -98,7 +99,7 @@ def main(argv=None):
               f"{'yes' if exact else 'NO'}")
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": platform.platform(), "cpus": __import__("os").cpu_count(),
+    out.write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(),
                                "layers": rows}, indent=2) + "\n")
     print(f"wrote {out}")
     slow = [r["layer"] for r in rows if r["speedup"] < 1.0]

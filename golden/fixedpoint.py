@@ -95,10 +95,7 @@ def quantize_multiplier_smaller_than_one_exp(real_multiplier):
     m = float(real_multiplier)
     if not 0.0 < m < 1.0:
         raise ValueError(f"real_multiplier must be in (0, 1) for QuantizeMultiplierSmallerThanOneExp, got {m!r}")
-    multiplier, shift = quantize_multiplier(m)
-    if shift > 0:  # pragma: no cover - frexp of m < 1 never gives a positive exponent
-        raise AssertionError("unreachable")
-    return multiplier, shift
+    return quantize_multiplier(m)  # frexp of m < 1 gives shift <= 0
 
 
 def saturating_rounding_doubling_high_mul(a, b):

@@ -84,11 +84,17 @@ def requantized_gemm(lhs, rhs, bias, *, input_offset, output_multiplier, output_
     rhs = _weights(rhs, 2)
     if lhs.shape[1] != rhs.shape[0]:
         raise ValueError(f"lhs is [M, K] = {list(lhs.shape)} but rhs is [K, N] = {list(rhs.shape)}: K differs")
+    return _gemm(lhs, rhs, bias, input_offset, output_multiplier, output_shift, output_offset,
+                 quantized_activation_min, quantized_activation_max, rounding, return_stages)
+
+
+def _gemm(lhs, rhs, bias, input_offset, output_multiplier, output_shift, output_offset, act_min, act_max,
+          rounding, return_stages):
+    """:func:`requantized_gemm` once ``lhs``/``rhs`` are validated int8 arrays (callers scan them once)."""
     n = rhs.shape[1]
     bias = bias_param(bias, n)
     input_offset, mult, shift, output_offset, act_min, act_max, rounding = _requant_params(
-        n, input_offset, output_multiplier, output_shift, output_offset,
-        quantized_activation_min, quantized_activation_max, rounding)
+        n, input_offset, output_multiplier, output_shift, output_offset, act_min, act_max, rounding)
     raw, weight_sums = staged.accumulate_with_sums(lhs, rhs)
     folded = staged.fold_bias(bias, weight_sums, input_offset)
     result = staged.requantize_stages(raw, folded, mult, shift, output_offset, act_min, act_max, rounding)
@@ -109,11 +115,8 @@ def fully_connected_kernel(input, weights, bias, *, input_offset, output_multipl
     if input.shape[1] != weights.shape[1]:
         raise ValueError(f"input is [batch, K] = {list(input.shape)} but weights are [N, K] = "
                          f"{list(weights.shape)}: K differs")
-    return requantized_gemm(input, weights.T, bias, input_offset=input_offset,
-                            output_multiplier=output_multiplier, output_shift=output_shift,
-                            output_offset=output_offset, quantized_activation_min=quantized_activation_min,
-                            quantized_activation_max=quantized_activation_max, rounding=rounding,
-                            return_stages=return_stages)
+    return _gemm(input, weights.T, bias, input_offset, output_multiplier, output_shift, output_offset,
+                 quantized_activation_min, quantized_activation_max, rounding, return_stages)
 
 
 def _conv_geometry(stride, dilation, padding):
@@ -138,12 +141,9 @@ def conv_2d_kernel(input, weights, bias, *, input_offset, output_multiplier, out
     input_offset = int_param("input_offset", input_offset, -INT8_MAX, -INT8_MIN)
     cols = staged.im2col(input, (kh, kw), stride, dilation, padding, pad_value=-input_offset)
     b, oh, ow, t = cols.shape
-    result = requantized_gemm(cols.reshape(-1, t), weights.reshape(cout, t).T, bias,
-                              input_offset=input_offset, output_multiplier=output_multiplier,
-                              output_shift=output_shift, output_offset=output_offset,
-                              quantized_activation_min=quantized_activation_min,
-                              quantized_activation_max=quantized_activation_max, rounding=rounding,
-                              return_stages=return_stages)
+    result = _gemm(cols.reshape(-1, t), weights.reshape(cout, t).T, bias, input_offset, output_multiplier,
+                   output_shift, output_offset, quantized_activation_min, quantized_activation_max, rounding,
+                   return_stages)
     return _reshape_result(result, (b, oh, ow, cout), return_stages)
 
 

@@ -26,7 +26,6 @@ from . import kernels
 from ._checks import (
     ACTIVATIONS,
     choice,
-    int_array,
     rounding_param,
     scale_param,
     zero_point_param,
@@ -51,6 +50,14 @@ def _weight_zero_point(weight_zero_point):
     zp = np.asarray(weight_zero_point)
     if not np.issubdtype(zp.dtype, np.integer) or np.any(zp != 0):
         raise ValueError(f"weight_zero_point must be 0 (TFLite int8 weights are symmetric), got {weight_zero_point!r}")
+
+
+def _weights_shape(weights, ndim):
+    """The weights' shape, to size the per-channel parameters; the kernel validates the values once."""
+    shape = np.shape(weights)
+    if len(shape) != ndim:
+        raise ValueError(f"weights must have {ndim} dimensions, got shape {shape}")
+    return shape
 
 
 def _multipliers(effective, rounding, what):
@@ -92,7 +99,7 @@ def fully_connected_params(weights_shape, *, weight_scale, **kwargs):
     ws = np.asarray(weight_scale)
     per_tensor = ws.ndim == 0 or ws.shape == (1,)
     if per_tensor:
-        weight_scale = ws.reshape(()).item() if ws.size == 1 else weight_scale
+        weight_scale = ws.reshape(()).item()
     return conv_params(weight_scale=weight_scale, channels=n, per_tensor_fully_connected=per_tensor, **kwargs)
 
 
@@ -104,8 +111,8 @@ def fully_connected(input, weights, bias, *, input_scale, input_zero_point, weig
     ``weight_scale`` is a scalar (per tensor) or a length-N vector (per channel).
     Returns int8 [batch, N] (or the :class:`~golden.staged.StagedResult`).
     """
-    weights = int_array("weights", weights, np.int8, ndim=2, lo=-127, hi=127)
-    params = fully_connected_params(weights.shape, input_scale=input_scale, input_zero_point=input_zero_point,
+    params = fully_connected_params(_weights_shape(weights, 2), input_scale=input_scale,
+                                    input_zero_point=input_zero_point,
                                     weight_scale=weight_scale, output_scale=output_scale,
                                     output_zero_point=output_zero_point, activation=activation,
                                     weight_zero_point=weight_zero_point, rounding=rounding)
@@ -116,10 +123,9 @@ def conv_2d(input, weights, bias, *, input_scale, input_zero_point, weight_scale
             output_zero_point, stride=(1, 1), dilation=(1, 1), padding="SAME", activation="NONE",
             weight_zero_point=0, rounding="double", return_stages=False):
     """TFLite int8 CONV_2D: NHWC input, OHWI weights, per-channel (or scalar) weight_scale."""
-    weights = int_array("weights", weights, np.int8, ndim=4, lo=-127, hi=127)
     params = conv_params(input_scale=input_scale, input_zero_point=input_zero_point, weight_scale=weight_scale,
                          output_scale=output_scale, output_zero_point=output_zero_point,
-                         channels=weights.shape[0], activation=activation, rounding=rounding,
+                         channels=_weights_shape(weights, 4)[0], activation=activation, rounding=rounding,
                          weight_zero_point=weight_zero_point)
     return kernels.conv_2d_kernel(input, weights, bias, stride=stride, dilation=dilation, padding=padding,
                                   return_stages=return_stages, **params)
@@ -129,10 +135,9 @@ def depthwise_conv_2d(input, weights, bias, *, input_scale, input_zero_point, we
                       output_zero_point, stride=(1, 1), dilation=(1, 1), padding="SAME", activation="NONE",
                       depth_multiplier=1, weight_zero_point=0, rounding="double", return_stages=False):
     """TFLite int8 DEPTHWISE_CONV_2D: weights [1, KH, KW, C*depth_multiplier], per-channel scales."""
-    weights = int_array("weights", weights, np.int8, ndim=4, lo=-127, hi=127)
     params = conv_params(input_scale=input_scale, input_zero_point=input_zero_point, weight_scale=weight_scale,
                          output_scale=output_scale, output_zero_point=output_zero_point,
-                         channels=weights.shape[3], activation=activation, rounding=rounding,
+                         channels=_weights_shape(weights, 4)[3], activation=activation, rounding=rounding,
                          weight_zero_point=weight_zero_point)
     return kernels.depthwise_conv_2d_kernel(input, weights, bias, stride=stride, dilation=dilation,
                                             padding=padding, depth_multiplier=depth_multiplier,

@@ -73,7 +73,7 @@ class SystolicArray(wiring.Component):
         Carried with the step to the row read-out (the accelerator passes the column-tile index).
     en : In(1)
         Global advance.
-    row_valid : Out(1); row_index : Out(range(rows)); row_tag : Out(tag_width)
+    row_valid : Out(1); row_tag : Out(tag_width)
     row_data : Out(ArrayLayout(signed(32), cols))
         A completed output row, valid for one enabled cycle.
     """
@@ -91,7 +91,6 @@ class SystolicArray(wiring.Component):
             "tag": In(tag_width),
             "en": In(1),
             "row_valid": Out(1),
-            "row_index": Out(range(max(rows, 2))),
             "row_tag": Out(tag_width),
             "row_data": Out(data.ArrayLayout(signed(32), cols)),
         })
@@ -152,6 +151,6 @@ class SystolicArray(wiring.Component):
             for i in range(R):
                 done, tag = line[C + i]
                 with m.If(done):
-                    m.d.sync += [self.row_valid.eq(1), self.row_index.eq(i), self.row_tag.eq(tag)]
+                    m.d.sync += [self.row_valid.eq(1), self.row_tag.eq(tag)]
                     m.d.sync += [self.row_data[j].eq(cells[i][j].result) for j in range(C)]
         return m

