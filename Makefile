@@ -17,7 +17,7 @@ VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install sim test test-all lint verilog bench-golden clean
+.PHONY: help install sim test test-all lint verilog bench bench-golden clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
@@ -26,6 +26,7 @@ help:
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
+	@echo "make bench         RTL cycles, utilization and simulation speed (writes build/bench/rtl.json)"
 	@echo "make bench-golden  time the golden model against TFLite-Micro (writes build/bench/golden.json)"
 	@echo "make clean         remove build/ and caches (keeps .venv)"
 
@@ -53,6 +54,9 @@ lint: $(STAMP) verilog
 
 verilog: $(STAMP)
 	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
+
+bench: $(STAMP)
+	$(PY) -m sim.bench
 
 bench-golden: $(STAMP)
 	$(PY) -m golden.bench

@@ -16,7 +16,9 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
    each the int8 result sign-extended (or the int32 accumulator with ``bypass``).
 
 Throughput: one step per cycle while both inputs are valid and ``res`` is ready; tiles
-of fewer than ``max(rows, cols)`` steps are padded with idle cycles. Backpressure on
+of fewer than ``max(rows, cols)`` steps are padded with idle cycles. Latency: a tile's
+last result row leaves :attr:`Accelerator.latency` cycles after its last step, so a GEMM
+at full rate takes :meth:`Accelerator.cycles` cycles (tested in Amaranth's simulator). Backpressure on
 ``res`` stalls the whole datapath (nothing is lost, duplicated or reordered).
 """
 
@@ -58,6 +60,7 @@ class Accelerator(wiring.Component):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(error)
         self._array = SystolicArray(rows, cols)
+        self._lanes = [Requantizer(rounding) for _ in range(cols)]  # one per column, in lockstep
         self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
         super().__init__({
             "act": In(stream.Signature(data.ArrayLayout(signed(8), rows))),
@@ -79,7 +82,22 @@ class Accelerator(wiring.Component):
 
     @property
     def min_tile_steps(self):
+        """Shortest tile (steps); shorter tiles are padded with idle cycles up to this."""
         return self._array.min_tile_steps
+
+    @property
+    def latency(self):
+        """Cycles from a tile's last step accepted to its last result row transferred (``res`` ready).
+
+        The array's read-out latency, ``rows - 1`` more cycles for the tile's later rows,
+        one cycle of table lookup and the requantizer pipeline.
+        """
+        return self._array.latency + self.rows - 1 + 1 + self._lanes[0].latency
+
+    def cycles(self, m, k, n):
+        """Cycles of a full-rate GEMM from the first step accepted to the last result transferred."""
+        tiles = -(-m // self.rows) * -(-n // self.cols)
+        return (tiles - 1) * max(k, self.min_tile_steps) + k + self.latency
 
     def elaborate(self, platform):
         m = Module()
@@ -87,7 +105,7 @@ class Accelerator(wiring.Component):
         m.submodules.array = array = self._array
 
         # Requantizer lanes (one per column), all in lockstep.
-        lanes = [Requantizer(self.rounding) for _ in range(C)]
+        lanes = self._lanes
         for j, lane in enumerate(lanes):
             m.submodules[f"requant{j}"] = lane
             m.d.comb += [lane.output_offset.eq(self.output_offset), lane.act_min.eq(self.act_min),

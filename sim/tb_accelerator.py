@@ -3,8 +3,8 @@
 Structure (cf. cocotb's matrix_multiplier example and verilog-axis tb/): a :class:`TB`
 owns the clock and reset, one :class:`StreamSource` per input stream (``act``, ``wts``,
 ``cfg``), one :class:`StreamSink` per output stream (``res``) and a :class:`Scoreboard`
-fed by the golden model. Handshakes are decided in ReadOnly after the falling edge
-(inputs are driven at the falling edge), which is deterministic on both simulators.
+fed by the golden model. Inputs are driven at the falling edge and handshakes are decided
+there too (in ReadOnly when a valid/ready input changed), deterministic on both simulators.
 
 Configuration comes from the environment (set by tests/test_cocotb.py): ``TB_ROWS``,
 ``TB_COLS``, ``TB_ROUNDING``, ``TB_MAX_COL_TILES``, ``TB_SEED``, ``TB_PROBLEMS`` (number
@@ -21,8 +21,8 @@ from amaranth.hdl import Const
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from golden.fixedpoint import quantize_multiplier
 from hw.accelerator import config_layout
+from sim import stimulus
 from sim.host import GemmProblem
 
 ROWS = int(os.environ.get("TB_ROWS", "2"))
@@ -51,12 +51,18 @@ def unpack(word, n, bits):
 
 
 def pause_generator(rng, p_pause):
-    while True:
-        yield bool(rng.random() < p_pause)
+    """Random idle/backpressure pattern; ``None`` (no pauses) lets the drivers skip redundant writes."""
+    if p_pause <= 0:
+        return None
+    return (bool(x < p_pause) for x in iter(rng.random, None))
 
 
 class StreamSource:
-    """Drives one valid/ready input stream from a queue of packed payloads, with idle gaps."""
+    """Drives one valid/ready input stream from a queue of packed payloads, with idle gaps.
+
+    Signals are written only when their value changes: a stream at full rate costs one
+    payload write per transfer, which keeps the testbench fast on Verilator.
+    """
 
     def __init__(self, dut, name, pauses):
         self.valid = getattr(dut, f"{name}__valid")
@@ -66,17 +72,27 @@ class StreamSource:
         self.pos = 0
         self.pauses = pauses
         self.driving = False
+        self.presented = None  # index of the queue item on the payload wires
 
-    def drive(self):
+    def reset(self):
+        self.valid.value = 0
+        self.queue, self.pos, self.driving, self.presented = [], 0, False, None
+
+    def drive(self, allowed=True):
         """Called at the falling edge: present the next item, or idle."""
-        self.driving = self.pos < len(self.queue) and not next(self.pauses)
-        if self.driving:
+        driving = allowed and self.pos < len(self.queue) and (self.pauses is None or not next(self.pauses))
+        if driving and self.presented != self.pos:
             self.payload.value = self.queue[self.pos]
-        self.valid.value = int(self.driving)
+            self.presented = self.pos
+        if driving == self.driving:
+            return False
+        self.valid.value = int(driving)
+        self.driving = driving
+        return True
 
     def observe(self):
-        """Called in ReadOnly: advance if the item is transferred at the coming edge."""
-        if self.driving and int(self.ready.value):
+        """Advance if the item is transferred at the coming edge (``ready`` must be settled)."""
+        if self.driving and self.ready.value:
             self.pos += 1
 
     @property
@@ -93,14 +109,23 @@ class StreamSink:
         self.payload = getattr(dut, f"{name}__payload")
         self.items = []
         self.pauses = pauses
+        self.accepting = None
+
+    def reset(self):
+        self.ready.value = 0
         self.accepting = False
 
     def drive(self):
-        self.accepting = not next(self.pauses)
-        self.ready.value = int(self.accepting)
+        accepting = self.pauses is None or not next(self.pauses)
+        if accepting == self.accepting:
+            return False
+        self.ready.value = int(accepting)
+        self.accepting = accepting
+        return True
 
     def observe(self):
-        if self.accepting and int(self.valid.value):
+        """Take the item if it is transferred at the coming edge (valid/payload never wait on ready)."""
+        if self.accepting and self.valid.value:
             self.items.append(int(self.payload.value))
 
 
@@ -146,10 +171,8 @@ class TB:
     async def reset(self, cycles=3):
         await FallingEdge(self.dut.clk)
         self.dut.rst.value = 1
-        for src in (self.act, self.wts, self.cfg):
-            src.valid.value = 0
-            src.queue, src.pos = [], 0
-        self.res.ready.value = 0
+        for port in (self.act, self.wts, self.cfg, self.res):
+            port.reset()
         for _ in range(cycles):
             await FallingEdge(self.dut.clk)
         self.dut.rst.value = 0
@@ -161,13 +184,14 @@ class TB:
         self.cfg.queue = [Const.cast(self.cfg_layout.const(
             {"addr": a, "lane": lane, "entry": {"bias": b, "multiplier": m, "shift": s}})).value
             for a, lane, b, m, s in problem.table_writes(ROWS, COLS)]
-        self.cfg.pos = 0
+        self.cfg.pos, self.cfg.presented = 0, None
         acts, wts = [], []
         for a_col, w_row in problem.steps(ROWS, COLS):
             acts.append(pack(a_col, 8))
             wts.append(pack(w_row, 8))
         self.act.queue, self.wts.queue = acts, wts
         self.act.pos = self.wts.pos = 0
+        self.act.presented = self.wts.presented = None
         self.res.items = []
 
     async def run(self, problem, label, max_cycles=None, stop_after=None):
@@ -176,25 +200,32 @@ class TB:
         want_rows = problem.n_result_rows(ROWS, COLS)
         steps = len(self.act.queue)
         budget = max_cycles or 50 * (steps + want_rows + len(self.cfg.queue)) + 200
+        first_in = None
         for cycle in range(budget):
             await FallingEdge(self.dut.clk)
             if stop_after is not None and cycle >= stop_after:
                 return None
-            self.cfg.drive()
-            if self.cfg.idle:  # tables first, then the steps
-                self.act.drive()
-                self.wts.drive()
-            else:
-                self.act.valid.value = self.wts.valid.value = 0
-                self.act.driving = self.wts.driving = False
-            self.res.drive()
-            await ReadOnly()
+            # The registered outputs and every ready are settled at the falling edge. The
+            # readies depend combinationally on our valids and on res.ready, so when one of
+            # those changes now, wait for ReadOnly before sampling them; otherwise sample at
+            # once (one trigger per cycle at full rate).
+            changed = self.res.drive()
+            self.res.observe()
+            changed |= self.cfg.drive()
+            tables_done = self.cfg.idle  # tables first, then the steps
+            changed |= self.act.drive(tables_done)
+            changed |= self.wts.drive(tables_done)
+            if changed:
+                await ReadOnly()
             self.cfg.observe()
             self.act.observe()
             self.wts.observe()
-            self.res.observe()
             self.cycles += 1
+            if first_in is None and self.act.pos:
+                first_in = cycle
             if len(self.res.items) == want_rows:
+                # Cycles from the first input accepted to the last output, both included.
+                self.last_run_cycles = cycle - first_in + 1
                 await RisingEdge(self.dut.clk)
                 return self.scoreboard.check(problem, self.res.items, label)
         raise AssertionError(f"{label}: timed out after {budget} cycles with {len(self.res.items)} of "
@@ -202,17 +233,7 @@ class TB:
 
 
 def random_problem(rng, m, k, n, bypass=False):
-    lhs = rng.integers(-128, 128, (m, k)).astype(np.int8)
-    rhs = rng.integers(-127, 128, (k, n)).astype(np.int8)
-    bias = rng.integers(-(2**20), 2**20, n).astype(np.int32)
-    real = np.exp(rng.uniform(np.log(2.0**-24), np.log(4.0), n)) / (k * 32)
-    if rng.random() < 0.2:
-        real = np.exp(rng.uniform(np.log(2.0**-31), np.log(2.0**20), n))  # extreme shifts both ways
-    mult, shift = quantize_multiplier(real, ROUNDING)
-    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2)) if rng.random() < 0.3 else (-128, 127)
-    return GemmProblem(lhs, rhs, bias, input_offset=int(rng.integers(-127, 129)), output_multiplier=mult,
-                       output_shift=np.minimum(shift, 30), output_offset=int(rng.integers(-128, 128)),
-                       act_min=lo, act_max=hi, rounding=ROUNDING, bypass=bypass)
+    return stimulus.random_problem(rng, m, k, n, ROUNDING, bypass)
 
 
 def directed_problems(rng):

@@ -11,23 +11,9 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden.fixedpoint import quantize_multiplier
 from hw.accelerator import Accelerator
-from sim.host import GemmProblem
-
-
-def random_problem(rng, m, k, n, rounding="double", bypass=False):
-    lhs = rng.integers(-128, 128, (m, k)).astype(np.int8)
-    rhs = rng.integers(-127, 128, (k, n)).astype(np.int8)
-    bias = rng.integers(-(2**20), 2**20, n).astype(np.int32)
-    if rng.random() < 0.3:
-        bias[rng.integers(0, n)] = np.int32(2**31 - 1)
-    real = np.exp(rng.uniform(np.log(2.0**-24), np.log(4.0), n)) / (k * 32)
-    mult, shift = quantize_multiplier(real, rounding)
-    lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2)) if rng.random() < 0.3 else (-128, 127)
-    return GemmProblem(lhs, rhs, bias, input_offset=int(rng.integers(-127, 129)), output_multiplier=mult,
-                       output_shift=shift, output_offset=int(rng.integers(-128, 128)), act_min=lo, act_max=hi,
-                       rounding=rounding, bypass=bypass)
+from sim.amaranth_bench import run_full_rate
+from sim.stimulus import random_problem
 
 
 def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7):
@@ -150,3 +136,24 @@ def test_host_refuses_problem_larger_than_tables(seed):
     prob = random_problem(np.random.default_rng(seed), 2, 3, 17)
     with pytest.raises(ValueError, match=r"N = 17 needs 9 column tiles of 2, but the tables hold max_col_tiles = 8"):
         prob.check_fits(2, 2, 8)
+
+
+@pytest.mark.parametrize(("rows", "cols", "shape"), [
+    (4, 4, (8, 16, 8)),      # K > max(R, C): tiles overlap completely
+    (3, 2, (7, 3, 5)),       # K = max(R, C)
+    (2, 5, (4, 2, 11)),      # K < max(R, C): every tile padded to 5 steps
+    (1, 1, (3, 1, 2)),       # K = 1 on one cell
+])
+def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
+    """At full rate a GEMM takes exactly Accelerator.cycles(): no bubble between tiles, and the
+    throughput figures in `make bench` follow from it (256^3 on 8x8: 262144 + latency cycles)."""
+    dut = Accelerator(rows, cols, max_col_tiles=4)
+    prob = random_problem(np.random.default_rng(seed + 17), *shape)
+    result_rows, cycles, _, _ = run_full_rate(prob, dut)
+    got = prob.assemble(result_rows, rows, cols)
+    want, _ = prob.expected()
+    np.testing.assert_array_equal(((got + 128) % 256) - 128, want)
+    assert cycles == dut.cycles(*shape)
+    m, k, n = shape
+    tiles = -(-m // rows) * -(-n // cols)
+    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + (cols + 1) + (rows - 1) + 1 + 6

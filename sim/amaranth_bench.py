@@ -1,0 +1,56 @@
+"""Run a GEMM through the accelerator in Amaranth's own simulator at full rate (for `make bench`)."""
+
+import time
+
+from amaranth.sim import Simulator
+
+__all__ = ["run_full_rate"]
+
+
+def run_full_rate(problem, dut):
+    """Stream ``problem`` through ``dut`` (an :class:`Accelerator`) with no gaps and no backpressure.
+
+    Returns ``(result_rows, cycles, sim_cycles, seconds)``: the result rows in arrival order,
+    the cycles from the first input accepted to the last output (both included), every
+    simulated cycle, and the wall-clock seconds of the simulation.
+    """
+    rows, cols = dut.rows, dut.cols
+    problem.check_fits(rows, cols, dut.max_col_tiles)
+    steps = list(problem.steps(rows, cols))
+    want = problem.n_result_rows(rows, cols)
+    results, marks = [], {}
+
+    async def testbench(ctx):
+        for name, value in problem.layer_registers(rows, cols).items():
+            ctx.set(getattr(dut, name), value)
+        ctx.set(dut.res.ready, 1)
+        ctx.set(dut.cfg.valid, 1)
+        for addr, lane, bias, mult, shift in problem.table_writes(rows, cols):
+            ctx.set(dut.cfg.payload, {"addr": addr, "lane": lane,
+                                      "entry": {"bias": bias, "multiplier": mult, "shift": shift}})
+            await ctx.tick()
+        ctx.set(dut.cfg.valid, 0)
+        cycle, i = 0, 0
+        while len(results) < want:
+            if i < len(steps):
+                ctx.set(dut.act.payload, steps[i][0])
+                ctx.set(dut.wts.payload, steps[i][1])
+            ctx.set(dut.act.valid, i < len(steps))
+            ctx.set(dut.wts.valid, i < len(steps))
+            _, _, ready, valid, payload = await ctx.tick().sample(dut.act.ready, dut.res.valid, dut.res.payload)
+            if i < len(steps) and ready:
+                marks.setdefault("first", cycle)
+                i += 1
+            if valid:
+                results.append([int(payload[j]) for j in range(cols)])
+                marks["last"] = cycle
+            cycle += 1
+        marks["total"] = cycle + len(problem.table_writes(rows, cols))
+
+    sim = Simulator(dut)
+    sim.add_clock(1e-8)
+    sim.add_testbench(testbench)
+    t0 = time.perf_counter()
+    sim.run()
+    seconds = time.perf_counter() - t0
+    return results, marks["last"] - marks["first"] + 1, marks["total"], seconds
