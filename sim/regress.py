@@ -22,8 +22,8 @@ CONFIGS = ([("icarus", r, c, rnd) for r, c in SHAPES for rnd in ("double", "sing
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", type=int, default=8, help="random GEMMs per configuration")
-    parser.add_argument("--max-dim", type=int, default=24, help="largest random M, K, N")
+    parser.add_argument("--problems", type=int, default=24, help="random GEMMs per configuration")
+    parser.add_argument("--max-dim", type=int, default=40, help="largest random M, K, N")
     parser.add_argument("--only", default="", help="run only configurations whose tag contains this text")
     args = parser.parse_args(argv)
     seed = int(os.environ.get("SEED", "1"))
@@ -35,8 +35,8 @@ def main(argv=None):
     for n, (simulator, r, c, rounding) in enumerate(configs, 1):
         tag = f"{simulator}_{r}x{c}_{rounding}"
         t0 = time.monotonic()
-        # Icarus slows down ~7x per array doubling: fewer, smaller problems on the big arrays there.
-        problems = args.problems if simulator == "verilator" or r * c <= 16 else max(2, args.problems // 4)
+        # Icarus slows down ~4x per array doubling: fewer problems on the big arrays there.
+        problems = args.problems if simulator == "verilator" or r * c <= 16 else max(2, args.problems // 3)
         error = None
         try:
             results = run_tb(simulator, r, c, rounding, seed=seed, problems=problems, max_dim=args.max_dim,
