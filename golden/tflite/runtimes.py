@@ -12,7 +12,7 @@ Never compare against a default ``Interpreter()``: XNNPACK and ruy round ties di
 
 import numpy as np
 
-__all__ = ["run_litert_reference", "run_tflm", "tflm_arena_size"]
+__all__ = ["TflmModel", "run_litert_reference", "run_tflm", "tflm_arena_size"]
 
 
 def tflm_arena_size(model_bytes, inputs):
@@ -42,3 +42,22 @@ def run_litert_reference(model_bytes, inputs):
         interp.set_tensor(detail["index"], np.ascontiguousarray(x))
     interp.invoke()
     return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
+
+
+class TflmModel:
+    """A TFLM interpreter that keeps every tensor (``kPreserveAllTensors``) across streaming invokes."""
+
+    def __init__(self, model_bytes, arena_size=4 << 20):
+        from tflite_micro.python.tflite_micro import runtime
+
+        self._interp = runtime.Interpreter.from_bytes(
+            model_bytes, arena_size=arena_size, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+
+    def invoke(self, inputs):
+        for i, x in enumerate(inputs):
+            self._interp.set_input(np.ascontiguousarray(x), i)
+        self._interp.invoke()
+
+    def tensor(self, index, subgraph=0):
+        """Contents of a tensor after the last invoke."""
+        return np.array(self._interp.GetTensor(index, subgraph)["tensor_data"])
