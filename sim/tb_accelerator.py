@@ -143,6 +143,7 @@ class Scoreboard:
         if not problem.bypass:
             got = ((got + 128) % 256) - 128
         self.compared += want.size
+        self.last_output = got
         bad = np.argwhere(got != want)
         for i, j in bad[:5]:
             self.log.error(f"{label}: MISMATCH at [{i},{j}]: hardware {int(got[i, j])}, golden stages "

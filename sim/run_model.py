@@ -1,0 +1,111 @@
+"""Run a .tflite model with every MAC layer on the simulated RTL, compared with TFLM layer by layer.
+
+    python -m sim.run_model MODEL.tflite [--sim verilator|icarus] [--steps N] [--rows R --cols C]
+
+MODEL may also be ``cnn`` (the project's generated CNN) or a wake-word model's name
+(``alexa``, ``hey_jarvis``, ``hey_mycroft``, ``okay_nabu``). Prints a progress line per
+step, then a per-layer table (op, shapes, MACs, cycles, utilization, bit-exact or the
+first mismatch with its golden stages) and the TFLM comparison; writes the figures to
+build/models/<model>_<sim>_<R>x<C>.json. Exit status 1 on any mismatch.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from golden.tflite.model import ModelError, load_model
+
+from .runner import ROOT, run_tb
+
+__all__ = ["main", "resolve_model", "run_model"]
+
+
+def resolve_model(name):
+    """A path, ``cnn`` (written to build/models/cnn.tflite) or a bundled wake-word model's name."""
+    from golden.tflite.wakeword import wakeword_models
+
+    if name == "cnn":
+        from golden.tflite.cnn import generated_cnn
+
+        path = ROOT / "build" / "models" / "cnn.tflite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(generated_cnn())
+        return path
+    for p in wakeword_models():
+        if p.stem == name:
+            return p
+    return name
+
+
+def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto"):
+    """Run the cocotb model testbench; returns its result dict (raises if the run produced none)."""
+    path = resolve_model(str(model))
+    load_model(path)  # refuse an unreadable model here, with the loader's message, before building anything
+    env = {"TB_MODEL": str(os.path.abspath(path)), "TB_STEPS": str(steps), "TB_INPUT": input_kind,
+           "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING")}
+    error = None
+    try:
+        results = run_tb(sim, rows, cols, "double", seed=seed, pauses=False, waves=waves, module="sim.tb_model",
+                         extra_env=env, tag_suffix="_model", max_col_tiles=16)
+    except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails
+        error, results = exc, []
+    runs = [r for r in results if r.get("test") == "run_model"]
+    if not runs:
+        raise RuntimeError(f"the model testbench produced no result ({error}); see the simulator log above")
+    return runs[-1]
+
+
+def print_report(res, sim):
+    r, c = res["rows"], res["cols"]
+    print(f"\n{res['model']} on a {r}x{c} array ({sim}), {res['steps']} steps; per step:")
+    print(f"{'op':>3} {'type':<18} {'input':>12} {'weights':>12} {'output':>10} {'MACs':>7} {'GEMMs':>5} "
+          f"{'cycles':>7} {'util':>7}  result")
+    for L in res["layers"]:
+        cycles = sum(L["cycles"]) / len(L["cycles"])
+        util = L["macs"] / (r * c * cycles) if cycles else 0.0
+        status = f"bit-exact ({L['exact_steps']}/{len(L['cycles'])} steps)" if L["first_mismatch"] is None \
+            else f"MISMATCH {L['first_mismatch']}"
+        print(f"{L['op_index']:>3} {L['op']:<18} {L['input']:>12} {L['weights']:>12} {L['output']:>10} "
+              f"{L['macs']:>7} {L['gemms']:>5} {cycles:>7.0f} {100 * util:>6.1f}%  {status}")
+    total_macs = sum(L["macs"] for L in res["layers"])
+    total_cycles = sum(sum(L["cycles"]) / len(L["cycles"]) for L in res["layers"])
+    print(f"all MAC layers: {total_macs} MACs in {total_cycles:.0f} cycles per step "
+          f"({100 * total_macs / (r * c * max(total_cycles, 1)):.1f}% utilization)")
+    print(f"TFLM: {res['tflm_tensors_compared']} tensors compared over {res['steps']} steps, "
+          f"{sum(1 for m in res['mismatches'] if 'TFLM' in m)} differ; GEMM outputs compared with golden: "
+          f"{res['compared']}; wall time {res['seconds']:.1f} s")
+    for m in res["mismatches"][:10]:
+        print("  " + m)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("model", help="a .tflite path, 'cnn', or a wake-word model name (e.g. okay_nabu)")
+    parser.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rows", type=int, default=8)
+    parser.add_argument("--cols", type=int, default=8)
+    parser.add_argument("--input", choices=("auto", "features", "random"), default="auto")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.rows < 1 or args.cols < 1:
+        parser.error("--steps, --rows and --cols must be >= 1")
+    seed = int(os.environ.get("SEED", "1"))
+    t0 = time.monotonic()
+    try:
+        res = run_model(args.model, sim=args.sim, steps=args.steps, rows=args.rows, cols=args.cols, seed=seed,
+                        waves=os.environ.get("WAVES", "0") == "1", input_kind=args.input)
+    except (ModelError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print_report(res, args.sim)
+    out = ROOT / "build" / "models" / f"{res['model'].removesuffix('.tflite')}_{args.sim}_{args.rows}x{args.cols}.json"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2) + "\n")
+    print(f"written to {out} ({time.monotonic() - t0:.0f} s in all)")
+    return 1 if res["mismatches"] or res["failures"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,132 @@
+"""cocotb testbench: a whole .tflite model with every MAC layer computed on the RTL.
+
+The golden interpreter (:mod:`golden.tflite.interpreter`) runs the model step by step;
+each FULLY_CONNECTED / CONV_2D / DEPTHWISE_CONV_2D layer is mapped onto the accelerator
+(:mod:`sim.mapping`), streamed through the same :class:`~sim.tb_accelerator.TB` as the
+random tests, and the RTL's int8 result is what the next op consumes. Checked per layer
+and step: every GEMM against the golden model (the scoreboard), the assembled layer
+against the golden layer (a mismatch is reported with its golden stages), and after each
+step every tensor of the model against TFLite-Micro's preserved tensors.
+
+Environment as in :mod:`sim.tb_accelerator`, plus ``TB_MODEL`` (path), ``TB_STEPS``,
+``TB_INPUT`` ("features", "random" or "auto"). One JSON document goes to ``TB_RESULTS``.
+"""
+
+import json
+import os
+import pathlib
+import time
+
+import cocotb
+import numpy as np
+
+from golden.tflite.interpreter import Interpreter
+from golden.tflite.runtimes import TflmModel
+from golden.tflite.wakeword import feature_windows
+from sim.mapping import map_layer
+from sim.tb_accelerator import COLS, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
+
+MODEL = os.environ.get("TB_MODEL", "")
+STEPS = int(os.environ.get("TB_STEPS", "3"))
+INPUT = os.environ.get("TB_INPUT", "auto")
+
+
+def model_inputs(model, steps, seed, kind="auto"):
+    """Per step, the list of input arrays: audio features for [1, stride, 40] int8 inputs, else random."""
+    sg = model.subgraphs[0]
+    tensors = [sg.tensors[i] for i in sg.inputs]
+    if kind == "auto":
+        kind = "features" if len(tensors) == 1 and len(tensors[0].shape) == 3 and tensors[0].shape[2] == 40 \
+            and tensors[0].type == "INT8" else "random"
+    if kind == "features":
+        t = tensors[0]
+        return [[w] for w in feature_windows(t.shape, t.quantization.scale[0], t.quantization.zero_point[0],
+                                             steps, seed)]
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(steps):
+        step = []
+        for t in tensors:
+            info = np.iinfo(t.dtype)
+            step.append(rng.integers(info.min, int(info.max) + 1, t.shape).astype(t.dtype))
+        out.append(step)
+    return out
+
+
+def _shape(a):
+    return "x".join(str(d) for d in a)
+
+
+@cocotb.test()
+async def run_model(dut):
+    """Every MAC layer of every step on the RTL; every layer and step compared with golden and TFLM."""
+    path = pathlib.Path(MODEL)
+    raw = path.read_bytes()
+    interp, tflm = Interpreter(raw, path.name), TflmModel(raw)
+    sg = interp.model.subgraphs[0]
+    tb = TB(dut, SEED)
+    await tb.reset()
+    max_n = MAX_COL_TILES * COLS
+    layers, mismatches, tflm_checked = {}, [], 0
+    t0 = time.perf_counter()
+    inputs = model_inputs(interp.model, STEPS, SEED, INPUT)
+    final = []
+    for step, x in enumerate(inputs):
+        gen = interp.steps(x)
+        try:
+            layer = next(gen)
+            while True:
+                mapped = map_layer(layer, ROWS, COLS, max_n)
+                results, cycles = [], 0
+                for i, problem in enumerate(mapped.problems):
+                    await tb.run(problem, f"step {step} operator {layer.op_index} ({layer.kind}) GEMM {i}")
+                    results.append(tb.scoreboard.last_output.astype(np.int8))
+                    cycles += tb.last_run_cycles
+                hw = mapped.assemble(results)
+                stages = layer.golden(return_stages=True)
+                want = stages.output.reshape(layer.output_shape)
+                rec = layers.setdefault(layer.op_index, {
+                    "op_index": layer.op_index, "op": layer.kind, "input": _shape(layer.input.shape),
+                    "weights": _shape(layer.weights.shape), "output": _shape(layer.output_shape), "macs": layer.macs,
+                    "gemms": len(mapped.problems),
+                    "gemm_shapes": [_shape(p.shape) for p in mapped.problems], "cycles": [], "exact_steps": 0,
+                    "first_mismatch": None})
+                rec["cycles"].append(cycles)
+                if np.array_equal(hw, want):
+                    rec["exact_steps"] += 1
+                else:
+                    idx = tuple(int(v) for v in np.argwhere(hw != want)[0])
+                    flat = int(np.ravel_multi_index(idx, want.shape))
+                    text = (f"step {step}, element {list(idx)}: RTL {int(hw[idx])}, golden stages "
+                            f"{stages.at(np.unravel_index(flat, stages.output.shape))}")
+                    rec["first_mismatch"] = rec["first_mismatch"] or text
+                    mismatches.append(f"operator {layer.op_index} ({layer.kind}) {text}")
+                    dut._log.error(f"MISMATCH operator {layer.op_index} ({layer.kind}) {text} (seed {SEED})")
+                layer = gen.send(hw)
+        except StopIteration as stop:
+            final.append([o.ravel().tolist() for o in stop.value])
+        tflm.invoke(x)
+        for op in sg.operators:
+            for ti in op.outputs:
+                t = sg.tensors[ti]
+                if t.type == "RESOURCE":
+                    continue
+                tflm_checked += 1
+                want = tflm.tensor(ti).reshape(t.shape)
+                if not np.array_equal(interp.tensors[ti], want):
+                    bad = int(np.count_nonzero(interp.tensors[ti] != want))
+                    mismatches.append(f"step {step}: operator {op.index} ({op.op}) output '{t.name}' differs from "
+                                      f"TFLM in {bad} elements")
+                    dut._log.error(mismatches[-1])
+        print(f"[model] {path.name}: step {step + 1}/{len(inputs)}, {len(interp.macs)} MAC layers on the RTL, "
+              f"{len(mismatches)} mismatches, {time.perf_counter() - t0:.1f} s", flush=True)
+    result = {"test": "run_model", "model": path.name, "rows": ROWS, "cols": COLS, "steps": len(inputs),
+              "layers": sorted(layers.values(), key=lambda r: r["op_index"]), "tflm_tensors_compared": tflm_checked,
+              "mismatches": mismatches, "final_outputs": final, "seconds": time.perf_counter() - t0,
+              "compared": tb.scoreboard.compared, "failures": tb.scoreboard.failures + len(mismatches),
+              "sim_cycles": tb.cycles}
+    if RESULTS:
+        with open(RESULTS, "a") as f:
+            f.write(json.dumps(result) + "\n")
+    assert not tb.scoreboard.failures, f"{tb.scoreboard.failures} GEMM outputs differ from golden (seed {SEED})"
+    assert not mismatches, f"{len(mismatches)} mismatches (seed {SEED}): {mismatches[:3]}"
