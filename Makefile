@@ -17,7 +17,7 @@ VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install sim test test-all lint verilog bench bench-golden clean
+.PHONY: help install sim test test-all lint verilog bench bench-golden demo clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
@@ -26,6 +26,7 @@ help:
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
+	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
 	@echo "make bench         RTL cycles, utilization and simulation speed (writes build/bench/rtl.json)"
 	@echo "make bench-golden  time the golden model against TFLite-Micro (writes build/bench/golden.json)"
 	@echo "make clean         remove build/ and caches (keeps .venv)"
@@ -54,6 +55,9 @@ lint: $(STAMP) verilog
 
 verilog: $(STAMP)
 	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
+
+demo: $(STAMP)
+	$(PY) -m sim.run_model okay_nabu --steps 20
 
 bench: $(STAMP)
 	$(PY) -m sim.bench

@@ -1,8 +1,10 @@
 """The RTL regression (``make sim``): every configuration on both simulators, with a summary.
 
 Runs sim/tb_accelerator.py through cocotb-test for each (simulator, rows x cols, rounding)
-below, prints a line per run as it finishes, then a table of tests, outputs compared and
-failures; copies each run's JUnit XML to build/sim/junit/ and writes build/sim/summary.json.
+below, then the four wake-word models (20 steps each) and the generated CNN with every MAC
+layer on the RTL (sim/tb_model.py, compared with golden and TFLM); prints a line per run as
+it finishes, then a table of tests, outputs compared and failures; copies each run's JUnit
+XML to build/sim/junit/ and writes build/sim/summary.json.
 ``WAVES=1`` dumps FST waveforms (Icarus: <build>/<top>.fst; Verilator: --trace-fst).
 ``SEED=n`` reproduces or varies the random stimulus. Exits non-zero on any failure.
 """
@@ -13,11 +15,14 @@ import os
 import shutil
 import time
 
+from .run_model import run_model
 from .runner import ROOT, run_tb
 
 SHAPES = [(1, 1), (2, 3), (4, 4), (8, 8)]
 CONFIGS = ([("icarus", r, c, rnd) for r, c in SHAPES for rnd in ("double", "single")]
            + [("verilator", r, c, rnd) for r, c in [*SHAPES, (16, 16)] for rnd in ("double", "single")])
+# Real models, every MAC layer on the RTL (Verilator, 8x8): (model, steps).
+MODELS = [("alexa", 20), ("hey_jarvis", 20), ("hey_mycroft", 20), ("okay_nabu", 20), ("cnn", 5)]
 
 
 def main(argv=None):
@@ -57,6 +62,23 @@ def main(argv=None):
         status = "ok" if not failures and len(results) == 2 else "FAIL"
         print(f"[{n}/{len(configs)}] {tag:<28} {status:<4} {compared:>7} outputs compared, "
               f"{failures} failures, {row['seconds']} s", flush=True)
+    models = [m for m in MODELS if args.only in f"model_{m[0]}"]
+    for n, (name, steps) in enumerate(models, 1):
+        t0 = time.monotonic()
+        error = None
+        try:
+            res = run_model(name, sim="verilator", steps=steps, seed=seed, waves=waves)
+            compared, failures = res["compared"], res["failures"]
+            tests = 1
+        except BaseException as exc:
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            error, compared, failures, tests = str(exc) or type(exc).__name__, 0, 1, 0
+        row = {"config": f"{name} x{steps}", "simulator": "verilator", "tests": tests, "compared": compared,
+               "failures": failures, "seconds": round(time.monotonic() - t0, 1), "error": error, "model": True}
+        rows.append(row)
+        print(f"[model {n}/{len(models)}] {name:<12} {'ok' if not failures and tests else 'FAIL':<4} {steps} steps, "
+              f"{compared} GEMM outputs compared, {failures} failures, {row['seconds']} s", flush=True)
     print()
     print(f"{'configuration':<16} {'simulator':<10} {'tests':>5} {'outputs compared':>17} {'failures':>9}")
     for row in rows:
@@ -68,7 +90,7 @@ def main(argv=None):
     out = ROOT / "build" / "sim" / "summary.json"
     out.write_text(json.dumps({"seed": seed, "runs": rows}, indent=2) + "\n")
     print(f"JUnit XML: {junit}/   summary: {out}")
-    bad = [r for r in rows if r["failures"] or r["tests"] != 2]
+    bad = [r for r in rows if r["failures"] or r["tests"] != (1 if r.get("model") else 2)]
     return 1 if bad or not rows else 0
 
 
