@@ -17,7 +17,7 @@ import time
 
 from golden.tflite.model import ModelError, load_model
 
-from .runner import ROOT, run_tb
+from .runner import ROOT, build_dir, run_tb
 
 __all__ = ["main", "resolve_model", "run_model"]
 
@@ -49,8 +49,10 @@ def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=
     try:
         results = run_tb(sim, rows, cols, "double", seed=seed, pauses=False, waves=waves, module="sim.tb_model",
                          extra_env=env, tag_suffix="_model", max_col_tiles=16)
-    except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails
-        error, results = exc, []
+    except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails; its results still count
+        error = exc
+        path = build_dir(sim, rows, cols, "double", "_model") / "results.jsonl"
+        results = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     runs = [r for r in results if r.get("test") == "run_model"]
     if not runs:
         raise RuntimeError(f"the model testbench produced no result ({error}); see the simulator log above")

@@ -13,9 +13,15 @@ from hw.export import export
 
 from .tools import simulator_env
 
-__all__ = ["run_tb"]
+__all__ = ["build_dir", "run_tb"]
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
+
+
+def build_dir(simulator, rows, cols, rounding, tag_suffix=""):
+    """The build directory of one (simulator, configuration, xdist worker); results.jsonl lives there."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    return ROOT / "build" / "sim" / f"{simulator}_{rows}x{cols}_{rounding}{tag_suffix}_{worker}"
 
 
 def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, pauses=True, waves=False,
@@ -28,9 +34,7 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
 
     if max_col_tiles is None:
         max_col_tiles = max(4, -(-max(max_dim, 16) // cols))
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    tag = f"{simulator}_{rows}x{cols}_{rounding}{tag_suffix}_{worker}"
-    build = ROOT / "build" / "sim" / tag
+    build = build_dir(simulator, rows, cols, rounding, tag_suffix)
     build.mkdir(parents=True, exist_ok=True)
     verilog = export(rows, cols, rounding, out_dir=build, max_col_tiles=max_col_tiles)
     results = build / "results.jsonl"

@@ -118,8 +118,10 @@ async def run_model(dut):
                     mismatches.append(f"step {step}: operator {op.index} ({op.op}) output '{t.name}' differs from "
                                       f"TFLM in {bad} elements")
                     dut._log.error(mismatches[-1])
-        print(f"[model] {path.name}: step {step + 1}/{len(inputs)}, {len(interp.macs)} MAC layers on the RTL, "
-              f"{len(mismatches)} mismatches, {time.perf_counter() - t0:.1f} s", flush=True)
+        done = (step + 1) * 30 // len(inputs)
+        print(f"[model] {path.name} [{'#' * done}{'.' * (30 - done)}] step {step + 1}/{len(inputs)}: "
+              f"{len(interp.macs)} MAC layers on the RTL, {len(mismatches)} mismatches, "
+              f"{time.perf_counter() - t0:.1f} s", flush=True)
     result = {"test": "run_model", "model": path.name, "rows": ROWS, "cols": COLS, "steps": len(inputs),
               "layers": sorted(layers.values(), key=lambda r: r["op_index"]), "tflm_tensors_compared": tflm_checked,
               "mismatches": mismatches, "final_outputs": final, "seconds": time.perf_counter() - t0,
