@@ -40,16 +40,19 @@ class MappedLayer:
     assemble: object        # callable(list of [M, N] int8 results) -> layer output (int8, layer.output_shape)
 
 
+def _per_channel(value, channels):
+    """Per-channel parameter (array, or one value for a per-tensor layer) for the given channels."""
+    v = np.asarray(value, np.int64)
+    return v[channels] if v.ndim else np.full(len(channels), int(v))
+
+
 def _problem(lhs, rhs, bias, params, channels):
-    n = rhs.shape[1]
-    mult = np.broadcast_to(np.asarray(params["output_multiplier"], np.int64), (len(channels),)) \
-        if np.ndim(params["output_multiplier"]) == 0 else np.asarray(params["output_multiplier"], np.int64)[channels]
-    shift = np.broadcast_to(np.asarray(params["output_shift"], np.int64), (len(channels),)) \
-        if np.ndim(params["output_shift"]) == 0 else np.asarray(params["output_shift"], np.int64)[channels]
-    b = np.zeros(n, np.int32) if bias is None else np.asarray(bias, np.int32)[channels]
+    b = np.zeros(len(channels), np.int32) if bias is None else np.asarray(bias, np.int32)[channels]
     return GemmProblem(np.ascontiguousarray(lhs, np.int8), np.ascontiguousarray(rhs, np.int8), b,
-                       input_offset=int(params["input_offset"]), output_multiplier=np.array(mult),
-                       output_shift=np.array(shift), output_offset=int(params["output_offset"]),
+                       input_offset=int(params["input_offset"]),
+                       output_multiplier=_per_channel(params["output_multiplier"], channels),
+                       output_shift=_per_channel(params["output_shift"], channels),
+                       output_offset=int(params["output_offset"]),
                        act_min=int(params["quantized_activation_min"]),
                        act_max=int(params["quantized_activation_max"]), rounding=params["rounding"])
 

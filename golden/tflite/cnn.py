@@ -53,7 +53,7 @@ def generated_cnn(seed=0, calibration=8):
                         quantized_dimension=channel_axis, data=wq)
         b_t = mb.tensor(f"{name}/bias", bias.shape, np.int32, scale=np.float32(act_scale) * ws.astype(np.float64),
                         zero_point=0, data=bias)
-        y_t = mb.tensor(name, y.shape[1:] and (1, *y.shape[1:]), np.int8, scale=scale, zero_point=zp)
+        y_t = mb.tensor(name, (1, *y.shape[1:]), np.int8, scale=scale, zero_point=zp)
         mb.operator(code, [act_t, w_t, b_t], [y_t], opts_type, opts, version=3 if channel_axis == 3 else 1)
         act, act_t, act_scale = y, y_t, scale
 
