@@ -20,7 +20,7 @@ import time
 import cocotb
 import numpy as np
 
-from golden.tflite.interpreter import Interpreter
+from golden.tflite.interpreter import Interpreter, compare_with_tflm
 from golden.tflite.runtimes import TflmModel
 from golden.tflite.wakeword import feature_windows
 from sim.mapping import map_layer
@@ -63,7 +63,6 @@ async def run_model(dut):
     path = pathlib.Path(MODEL)
     raw = path.read_bytes()
     interp, tflm = Interpreter(raw, path.name), TflmModel(raw)
-    sg = interp.model.subgraphs[0]
     tb = TB(dut, SEED)
     await tb.reset()
     max_n = MAX_COL_TILES * COLS
@@ -106,18 +105,11 @@ async def run_model(dut):
         except StopIteration as stop:
             final.append([o.ravel().tolist() for o in stop.value])
         tflm.invoke(x)
-        for op in sg.operators:
-            for ti in op.outputs:
-                t = sg.tensors[ti]
-                if t.type == "RESOURCE":
-                    continue
-                tflm_checked += 1
-                want = tflm.tensor(ti).reshape(t.shape)
-                if not np.array_equal(interp.tensors[ti], want):
-                    bad = int(np.count_nonzero(interp.tensors[ti] != want))
-                    mismatches.append(f"step {step}: operator {op.index} ({op.op}) output '{t.name}' differs from "
-                                      f"TFLM in {bad} elements")
-                    dut._log.error(mismatches[-1])
+        tensors, _, differences = compare_with_tflm(interp, tflm)
+        tflm_checked += tensors
+        for text in differences:
+            mismatches.append(f"step {step}: {text}")
+            dut._log.error(mismatches[-1])
         done = (step + 1) * 30 // len(inputs)
         print(f"[model] {path.name} [{'#' * done}{'.' * (30 - done)}] step {step + 1}/{len(inputs)}: "
               f"{len(interp.macs)} MAC layers on the RTL, {len(mismatches)} mismatches, "

@@ -13,7 +13,7 @@ import pytest
 
 from golden.logistic import logistic_int8, logistic_int8_params
 from golden.tflite.builder import ModelBuilder, fully_connected_model, schema
-from golden.tflite.interpreter import Interpreter
+from golden.tflite.interpreter import Interpreter, compare_with_tflm
 from golden.tflite.model import ModelError, load_model
 from golden.tflite.runtimes import TflmModel, run_tflm
 from golden.tflite.wakeword import feature_windows, wakeword_models
@@ -24,25 +24,14 @@ pytestmark = pytest.mark.tflm
 def compare_model(raw, name, inputs):
     """Run golden and TFLM step by step; return (tensors compared, elements compared); fail on a mismatch."""
     ours, tflm = Interpreter(raw, name), TflmModel(raw)
-    sg = ours.model.subgraphs[0]
     tensors = elements = 0
     for step, x in enumerate(inputs):
         ours.invoke(x)
         tflm.invoke(x)
-        for op in sg.operators:
-            for ti in op.outputs:
-                t = sg.tensors[ti]
-                if t.type == "RESOURCE":
-                    continue
-                want = tflm.tensor(ti).reshape(t.shape)
-                got = ours.tensors[ti]
-                if not np.array_equal(got, want):
-                    bad = np.flatnonzero(got.ravel() != want.ravel())
-                    pytest.fail(f"{name} step {step}: operator {op.index} ({op.op}) output '{t.name}' differs from "
-                                f"TFLM at {bad.size} elements, first flat index {bad[0]}: golden "
-                                f"{got.ravel()[bad[0]]}, TFLM {want.ravel()[bad[0]]}")
-                tensors += 1
-                elements += got.size
+        t, e, differences = compare_with_tflm(ours, tflm)
+        assert not differences, f"{name} step {step}: {differences[0]}"
+        tensors += t
+        elements += e
     return tensors, elements
 
 

@@ -23,7 +23,7 @@ from ..logistic import logistic_int8, logistic_int8_params
 from .builder import schema
 from .model import ModelError, load_model
 
-__all__ = ["Interpreter", "MacLayer", "golden_mac"]
+__all__ = ["Interpreter", "MacLayer", "compare_with_tflm", "golden_mac"]
 
 MAC_OPS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 _PADDING = {schema.Padding.SAME: "SAME", schema.Padding.VALID: "VALID"}
@@ -336,3 +336,29 @@ def _stop_for_axis(end_mask, end, stride, dim, axis):
     if stop < 0:
         stop += dim
     return _clamp_index(stop, stride, dim)
+
+
+def compare_with_tflm(interpreter, tflm):
+    """Compare every operator output of subgraph 0 after an invoke of both; resource handles skipped.
+
+    ``tflm`` is a :class:`golden.tflite.runtimes.TflmModel` invoked on the same inputs.
+    Returns ``(tensors compared, elements compared, differences)``, each difference a text
+    naming the operator and tensor, the number of differing elements and the first one.
+    """
+    sg = interpreter.model.subgraphs[0]
+    tensors = elements = 0
+    differences = []
+    for op in sg.operators:
+        for ti in op.outputs:
+            t = sg.tensors[ti]
+            if t.type == "RESOURCE":
+                continue
+            got, want = interpreter.tensors[ti], tflm.tensor(ti).reshape(t.shape)
+            tensors += 1
+            elements += got.size
+            bad = np.flatnonzero(got.ravel() != want.ravel())
+            if bad.size:
+                differences.append(f"operator {op.index} ({op.op}) output '{t.name}' differs from TFLM in {bad.size} "
+                                   f"elements; first at flat index {bad[0]}: ours {got.ravel()[bad[0]]}, TFLM "
+                                   f"{want.ravel()[bad[0]]}")
+    return tensors, elements, differences
