@@ -36,8 +36,12 @@ __all__ = ["MappedLayer", "map_layer"]
 
 @dataclasses.dataclass
 class MappedLayer:
-    problems: list          # GemmProblem, in the order they are streamed
-    assemble: object        # callable(list of [M, N] int8 results) -> layer output (int8, layer.output_shape)
+    problems: list          # GemmProblem, in the order they are streamed; each covers a slice of the channels
+    output_shape: tuple
+
+    def assemble(self, results):
+        """The problems' [M, N] int8 results, side by side along N -> the layer's output tensor."""
+        return np.concatenate(results, axis=1).reshape(self.output_shape)
 
 
 def _per_channel(value, channels):
@@ -68,7 +72,7 @@ def map_layer(layer, rows, cols, max_n):
     """GEMM problems for ``layer`` on a ``rows x cols`` array whose tables hold ``max_n`` channels."""
     if layer.kind == "FULLY_CONNECTED":
         problems = _split_n(layer.input, layer.weights.T, layer.bias, layer.params, max_n)
-        return MappedLayer(problems, lambda res: np.concatenate(res, axis=1).reshape(layer.output_shape))
+        return MappedLayer(problems, layer.output_shape)
     kh, kw = layer.weights.shape[1:3]
     g = layer.geometry
     cols_ = staged.im2col(layer.input, (kh, kw), g["stride"], g["dilation"], g["padding"],
@@ -78,7 +82,7 @@ def map_layer(layer, rows, cols, max_n):
     if layer.kind == "CONV_2D":
         cout = layer.weights.shape[0]
         problems = _split_n(lhs, layer.weights.reshape(cout, t).T, layer.bias, layer.params, max_n)
-        return MappedLayer(problems, lambda res: np.concatenate(res, axis=1).reshape(layer.output_shape))
+        return MappedLayer(problems, layer.output_shape)
     # DEPTHWISE_CONV_2D: groups of `cols` output channels, block-diagonal weights.
     m = g["depth_multiplier"]
     cin = layer.input.shape[3]
@@ -96,4 +100,4 @@ def map_layer(layer, rows, cols, max_n):
         rhs[:, outs // m - c0, np.arange(len(outs))] = w[:, outs]
         problems.append(_problem(patches[:, :, c0:c1].reshape(-1, taps * ng), rhs.reshape(taps * ng, len(outs)),
                                  layer.bias, layer.params, outs))
-    return MappedLayer(problems, lambda res: np.concatenate(res, axis=1).reshape(layer.output_shape))
+    return MappedLayer(problems, layer.output_shape)

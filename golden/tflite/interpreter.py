@@ -145,7 +145,6 @@ class Interpreter:
         sg = self.model.subgraphs[si]
         for op in sg.operators:
             where = self.model.where(si, op.index)
-            ins = [None if i == -1 else self._value(sg, values, i) for i in op.inputs[:1]]
             if op.op in MAC_OPS:
                 layer = self._mac_layer(sg, op, values, where)
                 out = yield layer
@@ -172,7 +171,8 @@ class Interpreter:
                 out_t = sg.tensors[op.outputs[0]]
                 values[op.outputs[0]] = np.array(self.variables[handle]).reshape(out_t.shape)
             else:
-                outputs = getattr(self, f"_op_{op.op.lower()}")(sg, op, values, ins[0], where)
+                x = self._value(sg, values, op.inputs[0])
+                outputs = getattr(self, f"_op_{op.op.lower()}")(sg, op, values, x, where)
                 for ti, out in zip(op.outputs, outputs, strict=True):
                     out_t = sg.tensors[ti]
                     if tuple(out.shape) != out_t.shape:
