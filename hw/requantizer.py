@@ -24,7 +24,7 @@ duplicated or reordered under any stall pattern. Per-layer values (``output_offs
 elements are in flight.
 """
 
-from amaranth import Const, Module, Mux, Signal, signed
+from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -79,7 +79,7 @@ class Requantizer(wiring.Component):
     @property
     def latency(self):
         """Cycles from an input transfer to the corresponding output being valid (no stalls)."""
-        return 6
+        return 10
 
     def elaborate(self, platform):
         m = Module()
@@ -103,6 +103,28 @@ class Requantizer(wiring.Component):
                 sig = stage(f"{name}_d{n + 1}", sig.shape(), sig)
             return sig
 
+        def taps(sig, n_stages, name):
+            """``sig`` and its copies delayed by 1 .. ``n_stages`` stages."""
+            out = [sig]
+            for n in range(n_stages):
+                out.append(stage(f"{name}_d{n + 1}", sig.shape(), out[-1]))
+            return out
+
+        def partial_products(a, b, name):
+            """One stage: the four 16x16 partial products of the signed 32x32 product ``a * b``.
+
+            ``a * b = hh * 2**32 + (hl + lh) * 2**16 + ll``; each fits an 18x18 signed DSP multiplier,
+            so the 64-bit product costs four DSP blocks and three short additions in later stages.
+            """
+            a_lo, a_hi = a.as_unsigned()[:16], a[16:].as_signed()
+            b_lo, b_hi = b.as_unsigned()[:16], b[16:].as_signed()
+            return (stage(f"{name}_hh", signed(32), a_hi * b_hi),
+                    stage(f"{name}_hl", signed(33), a_hi * b_lo),
+                    stage(f"{name}_lh", signed(33), a_lo * b_hi),
+                    stage(f"{name}_ll", 32, a_lo * b_lo))
+
+        # Pipeline: every stage is at most one carry chain (an add or a compare) or a barrel
+        # shifter deep, so that the lanes route at >= 200 MHz on ECP5 next to the array.
         p = self.i.payload
         # Stage 1: add the folded bias (int32 wrap-around).
         acc = stage("acc", signed(32), (p.acc + p.bias)[:32].as_signed())
@@ -114,45 +136,63 @@ class Requantizer(wiring.Component):
             left = Mux(shift1 > 0, shift1.as_unsigned()[:5], 0)
             pre = stage("pre", signed(32), (acc << left)[:32].as_signed())
             mult2 = stage("mult2", signed(32), mult1)
-            right2 = stage("right2", 5, Mux(shift1 < 0, (-shift1).as_unsigned()[:5], 0))
-            # Stage 3: the 32x32 -> 64 product; note the one overflowing operand pair.
-            prod = stage("prod", signed(64), pre * mult2)
-            overflow = stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN))
-            right3 = stage("right3", 5, right2)
-            # Stage 4: SaturatingRoundingDoublingHighMul: (prod + nudge) / 2**31, truncating.
-            nudge = Mux(prod >= 0, Const(1 << 30, signed(32)), Const(1 - (1 << 30), signed(32)))
-            s = Signal(signed(66))
-            m.d.comb += s.eq(prod + nudge)
-            trunc = Signal(signed(66))
-            m.d.comb += trunc.eq(s + Mux(s < 0, Const((1 << 31) - 1, signed(33)), 0))
-            high = stage("high", signed(32), Mux(overflow, INT32_MAX, (trunc >> 31)[:32].as_signed()))
-            right4 = stage("right4", 5, right3)
-            # Stage 5: RoundingDivideByPOT(high, right): ties away from zero.
-            mask = Signal(32)
-            m.d.comb += mask.eq((Const(1, 33) << right4) - 1)
-            remainder = high.as_unsigned() & mask
-            threshold = (mask >> 1) + (high < 0)
-            scaled = stage("scaled", signed(32),
-                           ((high >> right4) + (remainder > threshold))[:32].as_signed())
+            # right[n]: the right shift aligned with stage n + 3's inputs.
+            right = taps(stage("right2", 5, Mux(shift1 < 0, (-shift1).as_unsigned()[:5], 0)), 5, "right")
+            # Stage 3: partial products of pre * multiplier; note the one saturating operand pair.
+            hh, hl, lh, ll = partial_products(pre, mult2, "prod")
+            overflow = carry(stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN)), 2, "overflow")
+            # SaturatingRoundingDoublingHighMul = (prod + nudge) / 2**31 truncated toward zero, which
+            # for either sign of prod equals floor((prod + 2**30) / 2**31): ties go toward +inf.
+            # Stage 4: fold the rounding constant 2**30 into the low partial product.
+            mid = stage("mid", signed(34), hl + lh)
+            lo = stage("lo", 33, ll + (1 << 30))
+            hh4 = stage("hh4", signed(32), hh)
+            # Stage 5: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
+            # RoundingDivideByPOT for the right shift: 2**(right-1) (or 0) and 2**(right-1) - 1 (or 0).
+            t = stage("t", signed(35), mid + (lo >> 16))
+            hh5 = stage("hh5", signed(32), hh4)
+            half = stage("half", 32, Cat(*(right[2] == b + 1 for b in range(32))))
+            half_m1 = stage("half_m1", 32, Cat(*(right[2] > b + 1 for b in range(32))))
+            # Stage 6: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
+            high = stage("high", signed(32),
+                         Mux(overflow, INT32_MAX, Cat(t[15], hh5 + (t >> 16))[:32].as_signed()))
+            half6, half_m1_6 = carry(half, 1, "half"), carry(half_m1, 1, "half_m1")
+            # Stage 7: RoundingDivideByPOT(high, right), ties away from zero, as
+            # floor((high + 2**(right-1) - (high < 0)) / 2**right): first the addition ...
+            rounded = stage("rounded", signed(33), high + Mux(high < 0, half_m1_6, half6))
+            # Stage 8: ... then the arithmetic shift.
+            scaled = stage("scaled", signed(32), (rounded >> right[5])[:32].as_signed())
         else:
-            # Stage 2: total shift 31 - shift (1..62) and its rounding constant 2**(total-1).
+            # Stage 2: total shift 31 - shift (1..62).
             total = stage("total", 6, (31 - shift1)[:6])
             acc2 = stage("acc2", signed(32), acc)
             mult2 = stage("mult2", signed(32), mult1)
-            # Stage 3: 64-bit product.
-            prod = stage("prod", signed(64), acc2 * mult2)
-            total3 = stage("total3", 6, total)
-            # Stage 4: add the rounding constant (round half toward +inf).
-            rnd = (Const(1, 64) << (total3 - 1).as_unsigned()[:6])[:63]
-            summed = stage("summed", signed(65), prod + rnd)
-            total4 = stage("total4", 6, total3)
-            # Stage 5: arithmetic shift right, truncate to int32 as static_cast does.
-            scaled = stage("scaled", signed(32), (summed >> total4)[:32].as_signed())
+            # Stage 3: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
+            hh, hl, lh, ll = partial_products(acc2, mult2, "prod")
+            e = (total - 1)[:6]
+            rnd_lo3 = stage("rnd_lo", 32, Cat(*(e == b for b in range(32))))
+            rnd_hi3 = stage("rnd_hi", 30, Cat(*(e == b + 32 for b in range(30))))
+            # total[n]: aligned with stage n + 3's inputs.
+            total = taps(total, 5, "total")
+            # Stage 4: add the rounding constant (round half toward +inf) to the partial products.
+            lo = stage("lo", 33, ll + rnd_lo3)
+            mid = stage("mid", signed(34), hl + lh)
+            hh4 = stage("hh4", signed(33), hh + rnd_hi3)
+            # Stage 5: carry the low half into the middle one.
+            t = stage("t", signed(35), mid + (lo >> 16))
+            lo5 = stage("lo5", 16, lo[:16])
+            hh5 = stage("hh5", signed(33), hh4)
+            # Stage 6: the 64-bit sum prod + 2**(total-1).
+            summed = stage("summed", signed(66), Cat(lo5, t[:16], hh5 + (t >> 16)).as_signed())
+            # Stages 7 and 8: arithmetic shift right by total (by multiples of 8, then by 0..7),
+            # truncated to int32 as static_cast does.
+            coarse = stage("coarse", signed(66), summed >> Cat(Const(0, 3), total[4][3:6]))
+            scaled = stage("scaled", signed(32), (coarse >> total[5][:3])[:32].as_signed())
 
-        # Stage 6: + output offset (int32 wrap-around), clamp to the activation range; or bypass.
-        acc_out = carry(acc, 4, "acc_bypass")
-        offset = Signal(signed(32))
-        m.d.comb += offset.eq((scaled + self.output_offset)[:32].as_signed())
+        # Stage 9: + output offset (int32 wrap-around).
+        offset = stage("offset", signed(32), (scaled + self.output_offset)[:32].as_signed())
+        # Stage 10: clamp to the activation range; or bypass.
+        acc_out = carry(acc, 8, "acc_bypass")
         clamped = Mux(offset < self.act_min, self.act_min, Mux(offset > self.act_max, self.act_max, offset))
         out = stage("out", signed(32), Mux(self.bypass, acc_out, clamped))
         m.d.comb += self.o.payload.eq(out)
