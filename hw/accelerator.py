@@ -18,11 +18,19 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 Throughput: one step per cycle while both inputs are valid and ``res`` is ready; tiles
 of fewer than ``max(rows, cols)`` steps are padded with idle cycles. Latency: a tile's
 last result row leaves :attr:`Accelerator.latency` cycles after its last step, so a GEMM
-at full rate takes :meth:`Accelerator.cycles` cycles (tested in Amaranth's simulator). Backpressure on
-``res`` stalls the whole datapath (nothing is lost, duplicated or reordered).
+at full rate takes :meth:`Accelerator.cycles` cycles (tested in Amaranth's simulator).
+
+Flow control without a global stall: the array and the requantizer lanes never stop (idle
+cycles travel through them as invalid steps); finished rows go into an output FIFO of
+:attr:`Accelerator.fifo_depth` rows that feeds ``res``. A tile's first step is accepted only
+when the FIFO has room for all rows of the tiles in flight plus this one's (a credit
+counter), so backpressure on ``res`` fills the FIFO and then holds ``act``/``wts`` off;
+nothing is lost, duplicated or reordered. The depth is chosen so that credits never
+throttle a full-rate stream.
 """
 
-from amaranth import Module, Signal, signed
+from amaranth import Module, Mux, Signal, signed
+from amaranth.lib.fifo import SyncFIFOBuffered
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -85,14 +93,31 @@ class Accelerator(wiring.Component):
         """Shortest tile (steps); shorter tiles are padded with idle cycles up to this."""
         return self._array.min_tile_steps
 
+    # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
+    # lookup), and from a FIFO write to ``res.valid`` (SyncFIFOBuffered on an empty queue).
+    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 1, 2
+
+    @property
+    def _row_latency(self):
+        """Cycles from a tile's last step accepted to its row 0 being written into the output FIFO."""
+        return self._INPUT_LATENCY + self._array.latency + self._LOOKUP_LATENCY + self._lanes[0].latency
+
     @property
     def latency(self):
         """Cycles from a tile's last step accepted to its last result row transferred (``res`` ready).
 
-        The array's read-out latency, ``rows - 1`` more cycles for the tile's later rows,
-        one cycle of table lookup and the requantizer pipeline.
+        Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
+        later rows, one cycle of table lookup, the requantizer pipeline and the output FIFO.
         """
-        return self._array.latency + self.rows - 1 + 1 + self._lanes[0].latency
+        return self._row_latency + self.rows - 1 + self._FIFO_LATENCY
+
+    @property
+    def fifo_depth(self):
+        """Rows the output FIFO holds: every row in flight when tiles of ``min_tile_steps`` follow each
+        other at full rate (a tile's rows are reserved from its first step to their read), plus slack."""
+        period = self.min_tile_steps
+        in_flight = -(-(period + self._row_latency + self.rows + self._FIFO_LATENCY) // period) + 1
+        return 1 << (in_flight * self.rows).bit_length()
 
     def cycles(self, m, k, n):
         """Cycles of a full-rate GEMM from the first step accepted to the last result transferred."""
@@ -104,24 +129,21 @@ class Accelerator(wiring.Component):
         R, C = self.rows, self.cols
         m.submodules.array = array = self._array
 
-        # Requantizer lanes (one per column), all in lockstep.
+        # Output FIFO of result rows, fed by the requantizer lanes (all in lockstep, never stalled).
+        m.submodules.fifo = fifo = SyncFIFOBuffered(width=32 * C, depth=self.fifo_depth)
         lanes = self._lanes
         for j, lane in enumerate(lanes):
             m.submodules[f"requant{j}"] = lane
             m.d.comb += [lane.output_offset.eq(self.output_offset), lane.act_min.eq(self.act_min),
                          lane.act_max.eq(self.act_max), lane.bypass.eq(self.bypass),
-                         lane.o.ready.eq(self.res.ready), self.res.payload[j].eq(lane.o.payload)]
-        m.d.comb += self.res.valid.eq(lanes[0].o.valid)
+                         lane.o.ready.eq(1), fifo.w_data[32 * j:32 * (j + 1)].eq(lane.o.payload)]
+        m.d.comb += [fifo.w_en.eq(lanes[0].o.valid),
+                     self.res.valid.eq(fifo.r_rdy), self.res.payload.eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
 
         # Lookup stage: holds one array row while the per-channel tables are read.
         lk_valid = Signal()
         lk_data = Signal(data.ArrayLayout(signed(32), C))
-        lk_en = Signal()
-        m.d.comb += lk_en.eq(~lk_valid | lanes[0].i.ready)
-        with m.If(lk_en):
-            m.d.sync += [lk_valid.eq(array.row_valid), lk_data.eq(array.row_data)]
-        en = Signal()
-        m.d.comb += [en.eq(~array.row_valid | lk_en), array.en.eq(en)]
+        m.d.sync += [lk_valid.eq(array.row_valid), lk_data.eq(array.row_data)]
 
         m.d.comb += self.cfg.ready.eq(1)
         for j, lane in enumerate(lanes):
@@ -131,42 +153,60 @@ class Accelerator(wiring.Component):
             rp = table.read_port()
             m.d.comb += [wp.addr.eq(self.cfg.payload.addr), wp.data.eq(self.cfg.payload.entry),
                          wp.en.eq(self.cfg.valid & (self.cfg.payload.lane == j)),
-                         rp.addr.eq(array.row_tag), rp.en.eq(lk_en)]
+                         rp.addr.eq(array.row_tag)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
                          lane.i.payload.bias.eq(rp.data.bias), lane.i.payload.multiplier.eq(rp.data.multiplier),
                          lane.i.payload.shift.eq(rp.data.shift)]
 
-        # Sequencer: count k within a tile, tag tiles with their column-tile index, pad short tiles.
-        k = Signal(24)
+        # Credits: rows reserved in the FIFO by accepted tiles and not yet read from ``res``.
+        reserved = Signal(range(self.fifo_depth + 1))
+        credit = Signal()
+        m.d.comb += credit.eq(reserved <= self.fifo_depth - R)
+
+        # Sequencer: count k within a tile (down, so ``last`` is a compare with zero), tag tiles
+        # with their column-tile index, pad short tiles, admit a tile only with credit.
+        remaining = Signal(24)  # steps left in the tile after this one
+        first = Signal(init=1)
         tile = Signal(range(self.max_col_tiles + 1))
         pad = Signal(range(self.min_tile_steps + 1))
         padding = Signal()
         m.d.comb += padding.eq(pad != 0)
-        step = Signal()
-        first, last = Signal(), Signal()
+        open_ = Signal()
+        m.d.comb += open_.eq(~padding & (~first | credit))
+        step, last = Signal(), Signal()
         m.d.comb += [
-            step.eq(self.act.valid & self.wts.valid & ~padding),
-            self.act.ready.eq(en & self.wts.valid & ~padding),
-            self.wts.ready.eq(en & self.act.valid & ~padding),
-            first.eq(k == 0),
-            last.eq(k == self.k_steps - 1),
-            array.flags.valid.eq(step), array.flags.first.eq(first), array.flags.last.eq(last),
-            array.tag.eq(tile),
+            step.eq(self.act.valid & self.wts.valid & open_),
+            self.act.ready.eq(self.wts.valid & open_),
+            self.wts.ready.eq(self.act.valid & open_),
+            last.eq(Mux(first, self.k_steps == 1, remaining == 0)),
         ]
-        for i in range(R):
-            m.d.comb += array.a[i].eq(self.act.payload[i])
-        for j in range(C):
-            m.d.comb += array.w[j].eq(self.wts.payload[j])
-        with m.If(en):
-            with m.If(step):
-                m.d.sync += k.eq(k + 1)
-                with m.If(last):
-                    m.d.sync += k.eq(0)
-                    m.d.sync += tile.eq(0)
-                    with m.If(tile + 1 < self.n_tiles):
-                        m.d.sync += tile.eq(tile + 1)
-                    with m.If(self.k_steps < self.min_tile_steps):
-                        m.d.sync += pad.eq(self.min_tile_steps - self.k_steps)
-            with m.Elif(padding):
-                m.d.sync += pad.eq(pad - 1)
+        # Input register: the step enters the array one cycle after it is accepted.
+        m.d.sync += [array.flags.valid.eq(step), array.flags.first.eq(first), array.flags.last.eq(last),
+                     array.tag.eq(tile)]
+        m.d.sync += [array.a[i].eq(self.act.payload[i]) for i in range(R)]
+        m.d.sync += [array.w[j].eq(self.wts.payload[j]) for j in range(C)]
+
+        with m.If(step):
+            m.d.sync += first.eq(last)
+            with m.If(first):
+                m.d.sync += remaining.eq(self.k_steps - 2)
+            with m.Else():
+                m.d.sync += remaining.eq(remaining - 1)
+            with m.If(last):
+                m.d.sync += tile.eq(0)
+                with m.If(tile + 1 < self.n_tiles):
+                    m.d.sync += tile.eq(tile + 1)
+                with m.If(self.k_steps < self.min_tile_steps):
+                    m.d.sync += pad.eq(self.min_tile_steps - self.k_steps)
+        with m.Elif(padding):
+            m.d.sync += pad.eq(pad - 1)
+
+        admit = step & first
+        read = self.res.valid & self.res.ready
+        with m.If(admit & ~read):
+            m.d.sync += reserved.eq(reserved + R)
+        with m.Elif(admit & read):
+            m.d.sync += reserved.eq(reserved + R - 1)
+        with m.Elif(read):
+            m.d.sync += reserved.eq(reserved - 1)
         return m

@@ -9,18 +9,21 @@ an A tile) and a row of weights ``w[0..cols-1]`` (the same k of a W tile), with 
 ``first`` (k = 0) and ``last`` (k = K-1). Row i's activation enters through i skew
 registers and then moves right one cell per cycle; column j's weight enters through j
 skew registers and moves down; so cell (i, j) sees step s at cycle ``s + i + j``, with
-the flags travelling alongside the activations. On ``last`` a cell copies its final sum
-into its output register, which the next tile does not touch for ``max(rows, cols)``
-steps: row i of a tile is complete ``i + cols`` cycles after its last step and is read
-out as a whole (``cols`` int32 values) in that cycle, one row per cycle. Consecutive
-tiles therefore overlap completely when ``K >= max(rows, cols)``; shorter tiles are
-padded with idle steps by the sequencer in :mod:`hw.accelerator`.
+the flags travelling alongside the activations. Each cell registers its product before
+accumulating it (so the DSP multiplier and the 32-bit adder are in different cycles), and
+on ``last`` copies its final sum into its output register, which the next tile does not
+touch for ``max(rows, cols)`` steps: row i of a tile is complete ``i + cols + 1`` cycles
+after its last step and is read out as a whole (``cols`` int32 values) in that cycle, one
+row per cycle. Consecutive tiles therefore overlap completely when
+``K >= max(rows, cols)``; shorter tiles are padded with idle steps by the sequencer in
+:mod:`hw.accelerator`.
 
-Every register advances only when ``en`` is high (a global stall), so backpressure at
-the output freezes the array without losing or reordering anything.
+The array never stalls: idle cycles travel through it as steps with ``valid`` low, and the
+accelerator only admits a tile when its output buffer has room for the tile's rows, so no
+register needs a global enable (the high-fanout net that would otherwise limit Fmax).
 """
 
-from amaranth import Module, Signal, signed
+from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -32,33 +35,36 @@ StepFlags = data.StructLayout({"valid": 1, "first": 1, "last": 1})
 class MACCell(wiring.Component):
     """One int8 x int8 multiply-accumulate cell with an int32 accumulator and output register.
 
-    Latency 1: ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the
-    neighbours; on a valid step, ``acc <- (first ? 0 : acc) + a * w`` (int32 wrap), and on a
-    valid ``last`` step the same new value is copied to ``result``.
+    ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the neighbours
+    (latency 1). The product ``a * w`` is registered with the flags; one cycle later, on a
+    valid step, ``acc <- (first ? 0 : acc) + product`` (int32 wrap), and on a valid ``last``
+    step the same new value is copied to ``result`` (so ``result`` follows the step by 2 cycles).
     """
 
     a: In(signed(8))
     w: In(signed(8))
     flags: In(StepFlags)
-    en: In(1)
     a_out: Out(signed(8))
     w_out: Out(signed(8))
     flags_out: Out(StepFlags)
     result: Out(signed(32))
 
     latency = 1
+    result_latency = 2
 
     def elaborate(self, platform):
         m = Module()
+        product = Signal(signed(16))
+        flags = Signal(StepFlags)
+        m.d.sync += [self.a_out.eq(self.a), self.w_out.eq(self.w), self.flags_out.eq(self.flags),
+                     product.eq(self.a * self.w), flags.eq(self.flags)]
         acc = Signal(signed(32))
         new = Signal(signed(32))
-        m.d.comb += new.eq((((self.flags.first == 0) * acc) + self.a * self.w)[:32].as_signed())
-        with m.If(self.en):
-            m.d.sync += [self.a_out.eq(self.a), self.w_out.eq(self.w), self.flags_out.eq(self.flags)]
-            with m.If(self.flags.valid):
-                m.d.sync += acc.eq(new)
-                with m.If(self.flags.last):
-                    m.d.sync += self.result.eq(new)
+        m.d.comb += new.eq((Mux(flags.first, 0, acc) + product)[:32].as_signed())
+        with m.If(flags.valid):
+            m.d.sync += acc.eq(new)
+            with m.If(flags.last):
+                m.d.sync += self.result.eq(new)
         return m
 
 
@@ -68,14 +74,12 @@ class SystolicArray(wiring.Component):
     Members
     -------
     a : In(ArrayLayout(signed(8), rows)); w : In(ArrayLayout(signed(8), cols)); flags : In(StepFlags)
-        The step presented in a cycle with ``en`` high.
+        The step presented in a cycle (``flags.valid`` low for an idle cycle).
     tag : In(tag_width)
         Carried with the step to the row read-out (the accelerator passes the column-tile index).
-    en : In(1)
-        Global advance.
     row_valid : Out(1); row_tag : Out(tag_width)
     row_data : Out(ArrayLayout(signed(32), cols))
-        A completed output row, valid for one enabled cycle.
+        A completed output row, valid for one cycle.
     """
 
     def __init__(self, rows, cols, tag_width=16):
@@ -89,7 +93,6 @@ class SystolicArray(wiring.Component):
             "w": In(data.ArrayLayout(signed(8), cols)),
             "flags": In(StepFlags),
             "tag": In(tag_width),
-            "en": In(1),
             "row_valid": Out(1),
             "row_tag": Out(tag_width),
             "row_data": Out(data.ArrayLayout(signed(32), cols)),
@@ -103,7 +106,7 @@ class SystolicArray(wiring.Component):
     @property
     def latency(self):
         """Cycles from a tile's last step to its row 0 being presented on ``row_*`` (row i follows i cycles later)."""
-        return self.cols + 1
+        return self.cols + MACCell.result_latency
 
     def elaborate(self, platform):
         m = Module()
@@ -112,8 +115,7 @@ class SystolicArray(wiring.Component):
         def delayed(value, n, name):
             for k in range(n):
                 reg = Signal.like(value, name=f"{name}_d{k + 1}")
-                with m.If(self.en):
-                    m.d.sync += reg.eq(value)
+                m.d.sync += reg.eq(value)
                 value = reg
             return value
 
@@ -122,7 +124,6 @@ class SystolicArray(wiring.Component):
             for j in range(C):
                 cell = cells[i][j]
                 m.submodules[f"pe_{i}_{j}"] = cell
-                m.d.comb += cell.en.eq(self.en)
                 if j == 0:
                     m.d.comb += [cell.a.eq(delayed(self.a[i], i, f"a_skew{i}")),
                                  cell.flags.eq(delayed(self.flags, i, f"flags_skew{i}"))]
@@ -133,24 +134,22 @@ class SystolicArray(wiring.Component):
                 else:
                     m.d.comb += cell.w.eq(cells[i - 1][j].w_out)
 
-        # Row i of a tile is complete i + cols cycles after the tile's last step entered.
-        # A delay line of (last, tag) finds it; with tiles >= max(rows, cols) steps apart at
-        # most one row completes per cycle.
+        # Cell (i, cols-1) holds row i's result i + cols - 1 + result_latency cycles after the
+        # tile's last step entered; read the row out in that cycle. A delay line of (last, tag)
+        # finds it; with tiles >= max(rows, cols) steps apart at most one row completes per cycle.
         last = Signal()
         m.d.comb += last.eq(self.flags.valid & self.flags.last)
         line = [(last, self.tag)]
-        for k in range(R + C - 1):
+        for k in range(R + C - 1 + MACCell.result_latency - 1):
             prev_last, prev_tag = line[-1]
             l_reg, t_reg = Signal(name=f"done_last{k + 1}"), Signal(self.tag_width, name=f"done_tag{k + 1}")
-            with m.If(self.en):
-                m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
+            m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
             line.append((l_reg, t_reg))
 
-        with m.If(self.en):
-            m.d.sync += self.row_valid.eq(0)
-            for i in range(R):
-                done, tag = line[C + i]
-                with m.If(done):
-                    m.d.sync += [self.row_valid.eq(1), self.row_tag.eq(tag)]
-                    m.d.sync += [self.row_data[j].eq(cells[i][j].result) for j in range(C)]
+        m.d.sync += self.row_valid.eq(0)
+        for i in range(R):
+            done, tag = line[C - 1 + MACCell.result_latency + i]
+            with m.If(done):
+                m.d.sync += [self.row_valid.eq(1), self.row_tag.eq(tag)]
+                m.d.sync += [self.row_data[j].eq(cells[i][j].result) for j in range(C)]
         return m

@@ -156,4 +156,5 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     assert cycles == dut.cycles(*shape)
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
-    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + (cols + 1) + (rows - 1) + 1 + 6
+    # input register 1, array read-out cols + 2, later rows rows - 1, table lookup 1, requantizer 10, FIFO 2
+    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 2) + (rows - 1) + 1 + 10 + 2
