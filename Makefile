@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml tools/install-debian-packages.sh
 	tools/install-debian-packages.sh $(DEBIAN_PACKAGES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -e '.[dev]'
+	$(PY) -m pip install -q -e '.[dev,fpga]'
 	touch $@
 
 sim: $(STAMP)

@@ -79,7 +79,7 @@ class Requantizer(wiring.Component):
     @property
     def latency(self):
         """Cycles from an input transfer to the corresponding output being valid (no stalls)."""
-        return 10
+        return 11
 
     def elaborate(self, platform):
         m = Module()
@@ -191,9 +191,13 @@ class Requantizer(wiring.Component):
 
         # Stage 9: + output offset (int32 wrap-around).
         offset = stage("offset", signed(32), (scaled + self.output_offset)[:32].as_signed())
-        # Stage 10: clamp to the activation range; or bypass.
-        acc_out = carry(acc, 8, "acc_bypass")
-        clamped = Mux(offset < self.act_min, self.act_min, Mux(offset > self.act_max, self.act_max, offset))
+        # Stage 10: compare with the activation range (two carry chains side by side).
+        below = stage("below", 1, offset < self.act_min)
+        above = stage("above", 1, offset > self.act_max)
+        offset10 = carry(offset, 1, "offset")
+        # Stage 11: clamp; or bypass.
+        acc_out = carry(acc, 9, "acc_bypass")
+        clamped = Mux(below, self.act_min, Mux(above, self.act_max, offset10))
         out = stage("out", signed(32), Mux(self.bypass, acc_out, clamped))
         m.d.comb += self.o.payload.eq(out)
         return m

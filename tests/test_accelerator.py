@@ -132,6 +132,22 @@ def test_accelerator_full_rate(seed):
     check(Accelerator(3, 2, max_col_tiles=4), [random_problem(rng, 6, 12, 4)], seed, p_idle=0.0, p_ready=1.0)
 
 
+@pytest.mark.parametrize("ram", ["distributed", "block"])
+def test_accelerator_output_fifo_full(seed, ram):
+    """A consumer that is rarely ready fills the output FIFO: the credit counter must then hold the
+    inputs off (a row written into a full FIFO would be lost and the comparison would fail)."""
+    rng = np.random.default_rng(seed + 5)
+    dut = Accelerator(2, 2, max_col_tiles=4, ram=ram)
+    prob = random_problem(rng, 40, 2, 8)  # 80 tiles of 2 rows; the FIFO holds fifo_depth + 1 rows
+    assert prob.shape[0] * prob.shape[2] // 2 > dut.fifo_depth + 1
+    check(dut, [prob], seed, p_idle=0.0, p_ready=0.05)
+
+
+def test_accelerator_rejects_bad_ram():
+    with pytest.raises(ValueError, match=r"ram must be 'distributed' or 'block', got 'lut'"):
+        Accelerator(2, 2, ram="lut")
+
+
 def test_host_refuses_problem_larger_than_tables(seed):
     prob = random_problem(np.random.default_rng(seed), 2, 3, 17)
     with pytest.raises(ValueError, match=r"N = 17 needs 9 column tiles of 2, but the tables hold max_col_tiles = 8"):
@@ -156,5 +172,5 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     assert cycles == dut.cycles(*shape)
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
-    # input register 1, array read-out cols + 2, later rows rows - 1, table lookup 1, requantizer 10, FIFO 2
-    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 2) + (rows - 1) + 1 + 10 + 2
+    # input register 1, array read-out cols + 2, later rows rows - 1, table lookup 1, requantizer 11, FIFO 2
+    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 2) + (rows - 1) + 1 + 11 + 2
