@@ -13,11 +13,13 @@ PYTEST_ARGS ?=
 ROWS ?= 8
 COLS ?= 8
 ROUNDING ?= double
+# FPGA target for `make synth`: ecp5 (LFE5U-85F) or ice40 (UP5K)
+TARGET ?= ecp5
 VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install sim test test-all lint verilog bench bench-golden demo clean
+.PHONY: help install sim test test-all lint verilog synth synth-scaling bench bench-golden demo clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
@@ -25,6 +27,8 @@ help:
 	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double)"
+	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING)"
+	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
 	@echo "make bench         RTL cycles, utilization and simulation speed (writes build/bench/rtl.json)"
@@ -55,6 +59,12 @@ lint: $(STAMP) verilog
 
 verilog: $(STAMP)
 	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
+
+synth: $(STAMP)
+	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
+
+synth-scaling: $(STAMP)
+	$(PY) -m fpga.synth --scaling --rounding $(ROUNDING)
 
 demo: $(STAMP)
 	$(PY) -m sim.run_model okay_nabu --steps 20

@@ -1,0 +1,1 @@
+"""FPGA flow: synthesis (Yosys) and place-and-route (nextpnr) reports for the accelerator."""

