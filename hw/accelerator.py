@@ -158,7 +158,7 @@ class Accelerator(wiring.Component):
 
         # Lookup stage: holds one array row while the per-channel tables are read.
         lk_valid = Signal()
-        lk_data = Signal(data.ArrayLayout(signed(32), C))
+        lk_data = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
         m.d.sync += [lk_valid.eq(array.row_valid), lk_data.eq(array.row_data)]
 
         m.d.comb += self.cfg.ready.eq(1)
@@ -196,11 +196,13 @@ class Accelerator(wiring.Component):
             self.wts.ready.eq(self.act.valid & open_),
             last.eq(Mux(first, self.k_steps == 1, remaining == 0)),
         ]
-        # Input register: the step enters the array one cycle after it is accepted.
+        # Input register: the step enters the array one cycle after it is accepted (only the flags reset).
+        a_in = Signal.like(array.a, reset_less=True)
+        w_in = Signal.like(array.w, reset_less=True)
+        tag_in = Signal.like(array.tag, reset_less=True)
+        m.d.comb += [array.a.eq(a_in), array.w.eq(w_in), array.tag.eq(tag_in)]
         m.d.sync += [array.flags.valid.eq(step), array.flags.first.eq(first), array.flags.last.eq(last),
-                     array.tag.eq(tile)]
-        m.d.sync += [array.a[i].eq(self.act.payload[i]) for i in range(R)]
-        m.d.sync += [array.w[j].eq(self.wts.payload[j]) for j in range(C)]
+                     tag_in.eq(tile), a_in.eq(self.act.payload), w_in.eq(self.wts.payload)]
 
         with m.If(step):
             m.d.sync += first.eq(last)

@@ -54,17 +54,22 @@ class MACCell(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        product = Signal(signed(16))
+        # Only the flags are reset: data registers are don't-care until a valid step reaches
+        # them, and leaving them out of the reset keeps the reset net small (and ECP5 slices,
+        # whose two flip-flops share one reset, free to pack any two data bits together).
+        a_out, w_out = Signal(signed(8), reset_less=True), Signal(signed(8), reset_less=True)
+        product = Signal(signed(16), reset_less=True)
+        acc, result = Signal(signed(32), reset_less=True), Signal(signed(32), reset_less=True)
         flags = Signal(StepFlags)
-        m.d.sync += [self.a_out.eq(self.a), self.w_out.eq(self.w), self.flags_out.eq(self.flags),
+        m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.result.eq(result)]
+        m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), self.flags_out.eq(self.flags),
                      product.eq(self.a * self.w), flags.eq(self.flags)]
-        acc = Signal(signed(32))
         new = Signal(signed(32))
         m.d.comb += new.eq((Mux(flags.first, 0, acc) + product)[:32].as_signed())
         with m.If(flags.valid):
             m.d.sync += acc.eq(new)
             with m.If(flags.last):
-                m.d.sync += self.result.eq(new)
+                m.d.sync += result.eq(new)
         return m
 
 
@@ -112,9 +117,9 @@ class SystolicArray(wiring.Component):
         m = Module()
         R, C = self.rows, self.cols
 
-        def delayed(value, n, name):
+        def delayed(value, n, name, reset_less=True):
             for k in range(n):
-                reg = Signal.like(value, name=f"{name}_d{k + 1}")
+                reg = Signal(value.shape(), name=f"{name}_d{k + 1}", reset_less=reset_less)
                 m.d.sync += reg.eq(value)
                 value = reg
             return value
@@ -126,7 +131,7 @@ class SystolicArray(wiring.Component):
                 m.submodules[f"pe_{i}_{j}"] = cell
                 if j == 0:
                     m.d.comb += [cell.a.eq(delayed(self.a[i], i, f"a_skew{i}")),
-                                 cell.flags.eq(delayed(self.flags, i, f"flags_skew{i}"))]
+                                 cell.flags.eq(delayed(self.flags, i, f"flags_skew{i}", reset_less=False))]
                 else:
                     m.d.comb += [cell.a.eq(cells[i][j - 1].a_out), cell.flags.eq(cells[i][j - 1].flags_out)]
                 if i == 0:
@@ -142,14 +147,18 @@ class SystolicArray(wiring.Component):
         line = [(last, self.tag)]
         for k in range(R + C - 1 + MACCell.result_latency - 1):
             prev_last, prev_tag = line[-1]
-            l_reg, t_reg = Signal(name=f"done_last{k + 1}"), Signal(self.tag_width, name=f"done_tag{k + 1}")
+            l_reg = Signal(name=f"done_last{k + 1}")
+            t_reg = Signal(self.tag_width, name=f"done_tag{k + 1}", reset_less=True)
             m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
             line.append((l_reg, t_reg))
 
+        row_tag = Signal(self.tag_width, reset_less=True)
+        row_data = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
+        m.d.comb += [self.row_tag.eq(row_tag), self.row_data.eq(row_data)]
         m.d.sync += self.row_valid.eq(0)
         for i in range(R):
             done, tag = line[C - 1 + MACCell.result_latency + i]
             with m.If(done):
-                m.d.sync += [self.row_valid.eq(1), self.row_tag.eq(tag)]
-                m.d.sync += [self.row_data[j].eq(cells[i][j].result) for j in range(C)]
+                m.d.sync += [self.row_valid.eq(1), row_tag.eq(tag)]
+                m.d.sync += [row_data[j].eq(cells[i][j].result) for j in range(C)]
         return m

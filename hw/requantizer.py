@@ -93,7 +93,7 @@ class Requantizer(wiring.Component):
         m.d.comb += self.o.valid.eq(valid[-1])
 
         def stage(name, shape, value):
-            reg = Signal(shape, name=name)
+            reg = Signal(shape, name=name, reset_less=True)  # data: only the valid chain is reset
             with m.If(en):
                 m.d.sync += reg.eq(value)
             return reg
