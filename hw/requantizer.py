@@ -151,8 +151,8 @@ class Requantizer(wiring.Component):
             # RoundingDivideByPOT for the right shift: 2**(right-1) (or 0) and 2**(right-1) - 1 (or 0).
             t = stage("t", signed(35), mid + (lo >> 16))
             hh5 = stage("hh5", signed(32), hh4)
-            half = stage("half", 32, Cat(*(right[2] == b + 1 for b in range(32))))
-            half_m1 = stage("half_m1", 32, Cat(*(right[2] > b + 1 for b in range(32))))
+            half = stage("half", 31, Cat(*(right[2] == b + 1 for b in range(31))))
+            half_m1 = stage("half_m1", 30, Cat(*(right[2] > b + 1 for b in range(30))))
             # Stage 6: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
             high = stage("high", signed(32),
                          Mux(overflow, INT32_MAX, Cat(t[15], hh5 + (t >> 16))[:32].as_signed()))
