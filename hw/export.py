@@ -12,8 +12,8 @@ from amaranth.back import verilog
 from .accelerator import Accelerator
 
 
-def export(rows, cols, rounding, out_dir="build/verilog", max_col_tiles=64):
-    dut = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles)
+def export(rows, cols, rounding, out_dir="build/verilog", max_col_tiles=64, dsp="generic"):
+    dut = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, dsp=dsp)
     text = verilog.convert(dut, name=dut.name, emit_src=False)
     path = pathlib.Path(out_dir) / f"{dut.name}.v"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -27,11 +27,13 @@ def main(argv=None):
     parser.add_argument("--cols", type=int, default=8)
     parser.add_argument("--rounding", choices=["double", "single"], default="double")
     parser.add_argument("--max-col-tiles", type=int, default=64, help="per-channel table depth (N <= this * cols)")
+    parser.add_argument("--dsp", choices=["generic", "ecp5"], default="generic",
+                        help="multipliers: portable (default) or ECP5 MULT18X18D primitives with their registers")
     parser.add_argument("--out-dir", default="build/verilog")
     args = parser.parse_args(argv)
     if args.rows < 1 or args.cols < 1:
         parser.error("--rows and --cols must be >= 1")
-    print(export(args.rows, args.cols, args.rounding, args.out_dir, args.max_col_tiles))
+    print(export(args.rows, args.cols, args.rounding, args.out_dir, args.max_col_tiles, args.dsp))
 
 
 if __name__ == "__main__":

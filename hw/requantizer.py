@@ -28,6 +28,8 @@ from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from .multiplier import DSP_KINDS, Multiplier
+
 __all__ = ["RequantInput", "Requantizer"]
 
 INT32_MIN = -(2**31)
@@ -58,11 +60,14 @@ class Requantizer(wiring.Component):
     bypass : In(1)
     """
 
-    def __init__(self, rounding="double"):
+    def __init__(self, rounding="double", dsp="generic"):
         if rounding not in ("double", "single"):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"rounding must be 'double' or 'single', got {rounding!r}")
-        self._rounding = rounding
+        if dsp not in DSP_KINDS:
+            self._MustUse__silence = True
+            raise ValueError(f"dsp must be one of {DSP_KINDS}, got {dsp!r}")
+        self._rounding, self._dsp = rounding, dsp
         super().__init__({
             "i": In(stream.Signature(RequantInput)),
             "o": Out(stream.Signature(signed(32))),
@@ -79,7 +84,7 @@ class Requantizer(wiring.Component):
     @property
     def latency(self):
         """Cycles from an input transfer to the corresponding output being valid (no stalls)."""
-        return 11
+        return 12
 
     def elaborate(self, platform):
         m = Module()
@@ -110,18 +115,26 @@ class Requantizer(wiring.Component):
                 out.append(stage(f"{name}_d{n + 1}", sig.shape(), out[-1]))
             return out
 
-        def partial_products(a, b, name):
-            """One stage: the four 16x16 partial products of the signed 32x32 product ``a * b``.
+        def partial_products(a, b):
+            """Two stages (:class:`Multiplier` registers its operands and its product): the four
+            16x16 partial products of the signed 32x32 product ``a * b``.
 
-            ``a * b = hh * 2**32 + (hl + lh) * 2**16 + ll``; each fits an 18x18 signed DSP multiplier,
-            so the 64-bit product costs four DSP blocks and three short additions in later stages.
+            ``a * b = hh * 2**32 + (hl + lh) * 2**16 + ll``; each fits an 18x18 signed DSP multiplier
+            (unsigned halves zero-extended to 17 bits), so the 64-bit product costs four DSP blocks
+            and three short additions in later stages.
             """
-            a_lo, a_hi = a.as_unsigned()[:16], a[16:].as_signed()
-            b_lo, b_hi = b.as_unsigned()[:16], b[16:].as_signed()
-            return (stage(f"{name}_hh", signed(32), a_hi * b_hi),
-                    stage(f"{name}_hl", signed(33), a_hi * b_lo),
-                    stage(f"{name}_lh", signed(33), a_lo * b_hi),
-                    stage(f"{name}_ll", 32, a_lo * b_lo))
+            a_lo, a_hi = a[:16], a[16:].as_signed()
+            b_lo, b_hi = b[:16], b[16:].as_signed()
+            out = []
+            for name, x, y in (("hh", a_hi, b_hi), ("hl", a_hi, b_lo), ("lh", a_lo, b_hi), ("ll", a_lo, b_lo)):
+                x_width = 16 if x is a_hi else 17
+                y_width = 16 if y is b_hi else 17
+                mul = Multiplier(x_width, y_width, self._dsp)
+                m.submodules[f"mul_{name}"] = mul
+                m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.en.eq(en)]
+                out.append(mul.p)
+            hh, hl, lh, ll = out
+            return hh, hl, lh, ll.as_unsigned()[:32]
 
         # Pipeline: every stage is at most one carry chain (an add or a compare) or a barrel
         # shifter deep, so that the lanes route at >= 200 MHz on ECP5 next to the array.
@@ -137,66 +150,66 @@ class Requantizer(wiring.Component):
             pre = stage("pre", signed(32), (acc << left)[:32].as_signed())
             mult2 = stage("mult2", signed(32), mult1)
             # right[n]: the right shift aligned with stage n + 3's inputs.
-            right = taps(stage("right2", 5, Mux(shift1 < 0, (-shift1).as_unsigned()[:5], 0)), 5, "right")
-            # Stage 3: partial products of pre * multiplier; note the one saturating operand pair.
-            hh, hl, lh, ll = partial_products(pre, mult2, "prod")
-            overflow = carry(stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN)), 2, "overflow")
+            right = taps(stage("right2", 5, Mux(shift1 < 0, (-shift1).as_unsigned()[:5], 0)), 6, "right")
+            # Stages 3-4: partial products of pre * multiplier; note the one saturating operand pair.
+            hh, hl, lh, ll = partial_products(pre, mult2)
+            overflow = carry(stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN)), 3, "overflow")
             # SaturatingRoundingDoublingHighMul = (prod + nudge) / 2**31 truncated toward zero, which
             # for either sign of prod equals floor((prod + 2**30) / 2**31): ties go toward +inf.
-            # Stage 4: fold the rounding constant 2**30 into the low partial product.
+            # Stage 5: fold the rounding constant 2**30 into the low partial product.
             mid = stage("mid", signed(34), hl + lh)
             lo = stage("lo", 33, ll + (1 << 30))
             hh4 = stage("hh4", signed(32), hh)
-            # Stage 5: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
+            # Stage 6: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
             # RoundingDivideByPOT for the right shift: 2**(right-1) (or 0) and 2**(right-1) - 1 (or 0).
             t = stage("t", signed(35), mid + (lo >> 16))
             hh5 = stage("hh5", signed(32), hh4)
-            half = stage("half", 31, Cat(*(right[2] == b + 1 for b in range(31))))
-            half_m1 = stage("half_m1", 30, Cat(*(right[2] > b + 1 for b in range(30))))
-            # Stage 6: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
+            half = stage("half", 31, Cat(*(right[3] == b + 1 for b in range(31))))
+            half_m1 = stage("half_m1", 30, Cat(*(right[3] > b + 1 for b in range(30))))
+            # Stage 7: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
             high = stage("high", signed(32),
                          Mux(overflow, INT32_MAX, Cat(t[15], hh5 + (t >> 16))[:32].as_signed()))
             half6, half_m1_6 = carry(half, 1, "half"), carry(half_m1, 1, "half_m1")
-            # Stage 7: RoundingDivideByPOT(high, right), ties away from zero, as
+            # Stage 8: RoundingDivideByPOT(high, right), ties away from zero, as
             # floor((high + 2**(right-1) - (high < 0)) / 2**right): first the addition ...
             rounded = stage("rounded", signed(33), high + Mux(high < 0, half_m1_6, half6))
-            # Stage 8: ... then the arithmetic shift.
-            scaled = stage("scaled", signed(32), (rounded >> right[5])[:32].as_signed())
+            # Stage 9: ... then the arithmetic shift.
+            scaled = stage("scaled", signed(32), (rounded >> right[6])[:32].as_signed())
         else:
             # Stage 2: total shift 31 - shift (1..62).
             total = stage("total", 6, (31 - shift1)[:6])
             acc2 = stage("acc2", signed(32), acc)
             mult2 = stage("mult2", signed(32), mult1)
-            # Stage 3: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
-            hh, hl, lh, ll = partial_products(acc2, mult2, "prod")
+            # Stages 3-4: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
+            hh, hl, lh, ll = partial_products(acc2, mult2)
             e = (total - 1)[:6]
-            rnd_lo3 = stage("rnd_lo", 32, Cat(*(e == b for b in range(32))))
-            rnd_hi3 = stage("rnd_hi", 30, Cat(*(e == b + 32 for b in range(30))))
+            rnd_lo3 = carry(stage("rnd_lo", 32, Cat(*(e == b for b in range(32)))), 1, "rnd_lo")
+            rnd_hi3 = carry(stage("rnd_hi", 30, Cat(*(e == b + 32 for b in range(30)))), 1, "rnd_hi")
             # total[n]: aligned with stage n + 3's inputs.
-            total = taps(total, 5, "total")
-            # Stage 4: add the rounding constant (round half toward +inf) to the partial products.
+            total = taps(total, 6, "total")
+            # Stage 5: add the rounding constant (round half toward +inf) to the partial products.
             lo = stage("lo", 33, ll + rnd_lo3)
             mid = stage("mid", signed(34), hl + lh)
             hh4 = stage("hh4", signed(33), hh + rnd_hi3)
-            # Stage 5: carry the low half into the middle one.
+            # Stage 6: carry the low half into the middle one.
             t = stage("t", signed(35), mid + (lo >> 16))
             lo5 = stage("lo5", 16, lo[:16])
             hh5 = stage("hh5", signed(33), hh4)
-            # Stage 6: the 64-bit sum prod + 2**(total-1).
+            # Stage 7: the 64-bit sum prod + 2**(total-1).
             summed = stage("summed", signed(66), Cat(lo5, t[:16], hh5 + (t >> 16)).as_signed())
-            # Stages 7 and 8: arithmetic shift right by total (by multiples of 8, then by 0..7),
+            # Stages 8 and 9: arithmetic shift right by total (by multiples of 8, then by 0..7),
             # truncated to int32 as static_cast does.
-            coarse = stage("coarse", signed(66), summed >> Cat(Const(0, 3), total[4][3:6]))
-            scaled = stage("scaled", signed(32), (coarse >> total[5][:3])[:32].as_signed())
+            coarse = stage("coarse", signed(66), summed >> Cat(Const(0, 3), total[5][3:6]))
+            scaled = stage("scaled", signed(32), (coarse >> total[6][:3])[:32].as_signed())
 
-        # Stage 9: + output offset (int32 wrap-around).
+        # Stage 10: + output offset (int32 wrap-around).
         offset = stage("offset", signed(32), (scaled + self.output_offset)[:32].as_signed())
-        # Stage 10: compare with the activation range (two carry chains side by side).
+        # Stage 11: compare with the activation range (two carry chains side by side).
         below = stage("below", 1, offset < self.act_min)
         above = stage("above", 1, offset > self.act_max)
         offset10 = carry(offset, 1, "offset")
-        # Stage 11: clamp; or bypass.
-        acc_out = carry(acc, 9, "acc_bypass")
+        # Stage 12: clamp; or bypass.
+        acc_out = carry(acc, 10, "acc_bypass")
         clamped = Mux(below, self.act_min, Mux(above, self.act_max, offset10))
         out = stage("out", signed(32), Mux(self.bypass, acc_out, clamped))
         m.d.comb += self.o.payload.eq(out)

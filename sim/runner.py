@@ -11,6 +11,7 @@ import pathlib
 
 from hw.export import export
 
+from .ecp5_models import write_mult18x18d_model
 from .tools import simulator_env
 
 __all__ = ["build_dir", "run_tb"]
@@ -25,7 +26,8 @@ def build_dir(simulator, rows, cols, rounding, tag_suffix=""):
 
 
 def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, pauses=True, waves=False,
-           max_col_tiles=None, testcase=None, module="sim.tb_accelerator", extra_env=None, tag_suffix=""):
+           max_col_tiles=None, testcase=None, module="sim.tb_accelerator", extra_env=None, tag_suffix="",
+           dsp="generic"):
     """Export the configuration, run sim/tb_accelerator.py on it; return the per-test result dicts.
 
     The per-channel tables are sized for the largest N the testbench generates (max_dim).
@@ -34,9 +36,14 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
 
     if max_col_tiles is None:
         max_col_tiles = max(4, -(-max(max_dim, 16) // cols))
+    if dsp != "generic":
+        tag_suffix = f"_{dsp}{tag_suffix}"
     build = build_dir(simulator, rows, cols, rounding, tag_suffix)
     build.mkdir(parents=True, exist_ok=True)
-    verilog = export(rows, cols, rounding, out_dir=build, max_col_tiles=max_col_tiles)
+    verilog = export(rows, cols, rounding, out_dir=build, max_col_tiles=max_col_tiles, dsp=dsp)
+    sources = [str(verilog)]
+    if dsp == "ecp5":
+        sources.append(str(write_mult18x18d_model(build)))
     results = build / "results.jsonl"
     results.unlink(missing_ok=True)
     env = {
@@ -68,7 +75,7 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
         # without it every cycle pays an extra ReadWrite callback (~2.5x slower).
         env["COCOTB_TRUST_INERTIAL_WRITES"] = "1"
         kwargs["make_args"] = ["OPT_FAST=-O2", "OPT_GLOBAL=-O2"]
-    run(simulator=simulator, verilog_sources=[str(verilog)], toplevel=verilog.stem, module=module,
+    run(simulator=simulator, verilog_sources=sources, toplevel=verilog.stem, module=module,
         sim_build=str(build), work_dir=str(build), extra_env=env, waves=waves, testcase=testcase,
         python_search=[str(ROOT)], **kwargs)
     return [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
