@@ -15,6 +15,8 @@ COLS ?= 8
 ROUNDING ?= double
 # FPGA target for `make synth`: ecp5 (LFE5U-85F) or ice40 (UP5K)
 TARGET ?= ecp5
+# Multipliers for `make verilog`: generic (portable) or ecp5 (MULT18X18D primitives)
+DSP ?= generic
 VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
@@ -26,7 +28,7 @@ help:
 	@echo "make sim           the RTL regression: every configuration on Icarus and Verilator (WAVES=1, SEED=n)"
 	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
-	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double)"
+	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double DSP=generic|ecp5)"
 	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING)"
 	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
@@ -58,7 +60,7 @@ lint: $(STAMP) verilog
 	$(PY) -m sim.lint $(VERILOG)
 
 verilog: $(STAMP)
-	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
+	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP)
 
 synth: $(STAMP)
 	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
