@@ -167,7 +167,7 @@ class Accelerator(wiring.Component):
         # Lookup: a cycle to copy the row's column-tile index into one address register per lane
         # (each table's read address then fans out to that table only: one shared register
         # driving every table's LUT RAM cost 11 ns of routing on 8x8), a cycle to read the tables.
-        # fpga.synth marks the copies `keep`: Yosys would otherwise merge identical registers.
+        # The copies are named dup_*: fpga.synth marks them keep, Yosys would merge identical registers.
         lk_valid0, lk_valid = Signal(), Signal()
         lk_data0 = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
         lk_data = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
@@ -180,7 +180,7 @@ class Accelerator(wiring.Component):
             m.submodules[f"table{j}"] = table
             wp = table.write_port()
             rp = table.read_port()
-            addr = Signal(range(self.max_col_tiles), name=f"lookup_addr{j}", reset_less=True)
+            addr = Signal(range(self.max_col_tiles), name=f"dup_lookup_addr{j}", reset_less=True)
             m.d.sync += addr.eq(array.row_tag)
             m.d.comb += [wp.addr.eq(self.cfg.payload.addr), wp.data.eq(self.cfg.payload.entry),
                          wp.en.eq(self.cfg.valid & (self.cfg.payload.lane == j)),

@@ -23,7 +23,7 @@ accelerator only admits a tile when its output buffer has room for the tile's ro
 register needs a global enable (the high-fanout net that would otherwise limit Fmax).
 """
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -123,7 +123,7 @@ class SystolicArray(wiring.Component):
     @property
     def latency(self):
         """Cycles from a tile's last step to its row 0 being presented on ``row_*`` (row i follows i cycles later)."""
-        return self.cols + MACCell.result_latency
+        return self.cols + MACCell.result_latency + 1
 
     def elaborate(self, platform):
         m = Module()
@@ -151,26 +151,51 @@ class SystolicArray(wiring.Component):
                 else:
                     m.d.comb += cell.w.eq(cells[i - 1][j].w_out)
 
-        # Cell (i, cols-1) holds row i's result i + cols - 1 + result_latency cycles after the
-        # tile's last step entered; read the row out in that cycle. A delay line of (last, tag)
-        # finds it; with tiles >= max(rows, cols) steps apart at most one row completes per cycle.
+        # Cell (i, cols-1) holds row i's result D_i = i + cols - 1 + result_latency cycles after
+        # the tile's last step entered. A delay line of (last, tag) finds it; with tiles >=
+        # max(rows, cols) steps apart at most one row completes per cycle.
+        RL = MACCell.result_latency
+        ready_at = [C - 1 + RL + i for i in range(R)]  # D_i
         last = Signal()
         m.d.comb += last.eq(self.flags.valid & self.flags.last)
         line = [(last, self.tag)]
-        for k in range(R + C - 1 + MACCell.result_latency - 1):
+        for k in range(ready_at[-1] + 1):
             prev_last, prev_tag = line[-1]
             l_reg = Signal(name=f"done_last{k + 1}")
             t_reg = Signal(self.tag_width, name=f"done_tag{k + 1}", reset_less=True)
             m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
             line.append((l_reg, t_reg))
 
-        row_tag = Signal(self.tag_width, reset_less=True)
+        # Read-out in two register stages, so neither a wide multiplexer nor a select line with
+        # hundreds of loads sits in one cycle: per column, a private copy of the one-hot row
+        # select (registered from the line a cycle early, so it is high in cycle D_i), then
+        # AND-OR over groups of four rows, then OR of the groups. The select copies are named
+        # dup_*: fpga.synth keeps them, Yosys would merge identical registers.
+        groups = [range(g, min(g + 4, R)) for g in range(0, R, 4)]
         row_data = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
-        m.d.comb += [self.row_tag.eq(row_tag), self.row_data.eq(row_data)]
+        for j in range(C):
+            sel = Signal(R, name=f"dup_readout_sel{j}")
+            m.d.sync += sel.eq(Cat(*(line[ready_at[i] - 1][0] for i in range(R))))
+            parts = []
+            for g, rows in enumerate(groups):
+                part = Signal(32, name=f"readout_c{j}_g{g}", reset_less=True)
+                terms = [cells[i][j].result.as_unsigned() & sel[i].replicate(32) for i in rows]
+                acc = terms[0]
+                for t in terms[1:]:
+                    acc = acc | t
+                m.d.sync += part.eq(acc)
+                parts.append(part)
+            total = parts[0]
+            for part in parts[1:]:
+                total = total | part
+            m.d.sync += row_data[j].eq(total)
+        m.d.comb += self.row_data.eq(row_data)
+        # Valid and tag follow the data, two cycles after D_i.
+        row_tag = Signal(self.tag_width, reset_less=True)
+        m.d.comb += self.row_tag.eq(row_tag)
         m.d.sync += self.row_valid.eq(0)
         for i in range(R):
-            done, tag = line[C - 1 + MACCell.result_latency + i]
+            done, tag = line[ready_at[i] + 1]
             with m.If(done):
                 m.d.sync += [self.row_valid.eq(1), row_tag.eq(tag)]
-                m.d.sync += [row_data[j].eq(cells[i][j].result) for j in range(C)]
         return m
