@@ -19,8 +19,11 @@ from .run_model import run_model
 from .runner import ROOT, run_tb
 
 SHAPES = [(1, 1), (2, 3), (4, 4), (8, 8)]
-CONFIGS = ([("icarus", r, c, rnd) for r, c in SHAPES for rnd in ("double", "single")]
-           + [("verilator", r, c, rnd) for r, c in [*SHAPES, (16, 16)] for rnd in ("double", "single")])
+CONFIGS = ([("icarus", r, c, rnd, "generic") for r, c in SHAPES for rnd in ("double", "single")]
+           + [("verilator", r, c, rnd, "generic") for r, c in [*SHAPES, (16, 16)] for rnd in ("double", "single")]
+           # The ECP5 build (MULT18X18D primitives, simulated with sim/ecp5_models.py's model).
+           + [("icarus", 4, 4, "double", "ecp5")]
+           + [("verilator", 8, 8, rnd, "ecp5") for rnd in ("double", "single")])
 # Real models, every MAC layer on the RTL (Verilator, 8x8): (model, steps).
 MODELS = [("alexa", 20), ("hey_jarvis", 20), ("hey_mycroft", 20), ("okay_nabu", 20), ("cnn", 5)]
 
@@ -36,16 +39,19 @@ def main(argv=None):
     junit = ROOT / "build" / "sim" / "junit"
     junit.mkdir(parents=True, exist_ok=True)
     rows = []
-    configs = [c for c in CONFIGS if args.only in f"{c[0]}_{c[1]}x{c[2]}_{c[3]}"]
-    for n, (simulator, r, c, rounding) in enumerate(configs, 1):
-        tag = f"{simulator}_{r}x{c}_{rounding}"
+    def tag_of(simulator, r, c, rounding, dsp):
+        return f"{simulator}_{r}x{c}_{rounding}" + ("" if dsp == "generic" else f"_{dsp}")
+
+    configs = [c for c in CONFIGS if args.only in tag_of(*c)]
+    for n, (simulator, r, c, rounding, dsp) in enumerate(configs, 1):
+        tag = tag_of(simulator, r, c, rounding, dsp)
         t0 = time.monotonic()
         # Icarus slows down ~4x per array doubling: fewer problems on the big arrays there.
         problems = args.problems if simulator == "verilator" or r * c <= 16 else max(2, args.problems // 3)
         error = None
         try:
             results = run_tb(simulator, r, c, rounding, seed=seed, problems=problems, max_dim=args.max_dim,
-                             waves=waves)
+                             waves=waves, dsp=dsp)
         except BaseException as exc:  # cocotb-test raises SystemExit on failing cocotb tests
             if isinstance(exc, KeyboardInterrupt):
                 raise
@@ -55,7 +61,8 @@ def main(argv=None):
             shutil.copy(xml, junit / f"{tag}.xml")
         compared = sum(x["compared"] for x in results)
         failures = sum(x["failures"] for x in results) + (1 if error else 0)
-        row = {"config": f"{r}x{c} {rounding}", "simulator": simulator, "tests": len(results),
+        config = f"{r}x{c} {rounding}" + ("" if dsp == "generic" else f" {dsp}")
+        row = {"config": config, "simulator": simulator, "tests": len(results),
                "compared": compared, "failures": failures, "cycles": sum(x["cycles"] for x in results),
                "seconds": round(time.monotonic() - t0, 1), "error": error}
         rows.append(row)
@@ -80,9 +87,9 @@ def main(argv=None):
         print(f"[model {n}/{len(models)}] {name:<12} {'ok' if not failures and tests else 'FAIL':<4} {steps} steps, "
               f"{compared} GEMM outputs compared, {failures} failures, {row['seconds']} s", flush=True)
     print()
-    print(f"{'configuration':<16} {'simulator':<10} {'tests':>5} {'outputs compared':>17} {'failures':>9}")
+    print(f"{'configuration':<18} {'simulator':<10} {'tests':>5} {'outputs compared':>17} {'failures':>9}")
     for row in rows:
-        print(f"{row['config']:<16} {row['simulator']:<10} {row['tests']:>5} {row['compared']:>17} "
+        print(f"{row['config']:<18} {row['simulator']:<10} {row['tests']:>5} {row['compared']:>17} "
               f"{row['failures']:>9}")
     total_c = sum(r["compared"] for r in rows)
     total_f = sum(r["failures"] for r in rows)
