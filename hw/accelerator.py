@@ -128,7 +128,7 @@ class Accelerator(wiring.Component):
         """Cycles from a tile's last step accepted to its last result row transferred (``res`` ready).
 
         Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
-        later rows, one cycle of table lookup, the requantizer pipeline and the output FIFO.
+        later rows, two cycles of table lookup, the requantizer pipeline and the output FIFO.
         """
         return self._row_latency + self.rows - 1 + self._FIFO_LATENCY
 
@@ -163,8 +163,7 @@ class Accelerator(wiring.Component):
         m.d.comb += [fifo.w_en.eq(lanes[0].o.valid),
                      self.res.valid.eq(fifo.r_rdy), self.res.payload.eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
 
-        # Lookup stage: holds one array row while the per-channel tables are read.
-        # Lookup: a cycle to copy the row's column-tile index into one address register per lane
+        # Lookup (the array row waits two cycles alongside): a cycle to copy the row's column-tile index into one address register per lane
         # (each table's read address then fans out to that table only: one shared register
         # driving every table's LUT RAM cost 11 ns of routing on 8x8), a cycle to read the tables.
         # The copies are named dup_*: fpga.synth marks them keep, Yosys would merge identical registers.
