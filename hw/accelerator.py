@@ -152,19 +152,23 @@ class Accelerator(wiring.Component):
 
         # Output FIFO of result rows, fed by the requantizer lanes (all in lockstep, never stalled).
         # A written row reaches ``res`` two cycles later; the FIFO holds fifo_depth + 1 rows.
+        # One 32-bit FIFO per lane, all in lockstep: each has its own addresses and state (named
+        # dup_*, kept apart by fpga.synth), so no address drives every lane's LUT RAM.
         ram_attrs = {"ram_style": self.ram}
-        m.submodules.fifo = fifo = _RowFIFO(width=32 * C, depth=self.fifo_depth, attrs=ram_attrs)
         lanes = self._lanes
-        for j, lane in enumerate(lanes):
+        fifos = [_RowFIFO(width=32, depth=self.fifo_depth, attrs=ram_attrs) for _ in range(C)]
+        for j, (lane, fifo) in enumerate(zip(lanes, fifos, strict=True)):
             m.submodules[f"requant{j}"] = lane
+            m.submodules[f"fifo{j}"] = fifo
             m.d.comb += [lane.output_offset.eq(self.output_offset), lane.act_min.eq(self.act_min),
-                         lane.act_max.eq(self.act_max), lane.bypass.eq(self.bypass),
-                         lane.o.ready.eq(1), fifo.w_data[32 * j:32 * (j + 1)].eq(lane.o.payload)]
-        m.d.comb += [fifo.w_en.eq(lanes[0].o.valid),
-                     self.res.valid.eq(fifo.r_rdy), self.res.payload.eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
+                         lane.act_max.eq(self.act_max), lane.bypass.eq(self.bypass), lane.o.ready.eq(1),
+                         fifo.w_data.eq(lane.o.payload), fifo.w_en.eq(lane.o.valid),
+                         self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
+        m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
 
-        # Lookup (the array row waits two cycles alongside): a cycle to copy the row's column-tile index into one address register per lane
-        # (each table's read address then fans out to that table only: one shared register
+        # Lookup (the array row waits two cycles alongside): a cycle to copy the row's column-tile
+        # index into one address register per lane (each table's read address then fans out to
+        # that table only: one shared register
         # driving every table's LUT RAM cost 11 ns of routing on 8x8), a cycle to read the tables.
         # The copies are named dup_*: fpga.synth marks them keep, Yosys would merge identical registers.
         lk_valid0, lk_valid = Signal(), Signal()
@@ -179,11 +183,16 @@ class Accelerator(wiring.Component):
             m.submodules[f"table{j}"] = table
             wp = table.write_port()
             rp = table.read_port()
+            # Table writes land a cycle late through a per-lane copy of the cfg transfer (dup_*),
+            # so the cfg port does not fan out to every table's LUT RAM.
+            w_en = Signal(name=f"dup_cfg_en{j}")
+            w_addr = Signal.like(wp.addr, name=f"dup_cfg_addr{j}", reset_less=True)
+            w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
+            m.d.sync += [w_en.eq(self.cfg.valid & (self.cfg.payload.lane == j)),
+                         w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.entry)]
             addr = Signal(range(self.max_col_tiles), name=f"dup_lookup_addr{j}", reset_less=True)
             m.d.sync += addr.eq(array.row_tag)
-            m.d.comb += [wp.addr.eq(self.cfg.payload.addr), wp.data.eq(self.cfg.payload.entry),
-                         wp.en.eq(self.cfg.valid & (self.cfg.payload.lane == j)),
-                         rp.addr.eq(addr)]
+            m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(w_data), wp.en.eq(w_en), rp.addr.eq(addr)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
                          lane.i.payload.bias.eq(rp.data.bias), lane.i.payload.multiplier.eq(rp.data.multiplier),
                          lane.i.payload.shift.eq(rp.data.shift)]
@@ -260,22 +269,25 @@ class _RowFIFO(wiring.Component):
         m = Module()
         m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[], attrs=self._attrs)
         wp, rp = storage.write_port(), storage.read_port()
-        produce, consume = Signal(range(self.depth)), Signal(range(self.depth))  # wrap at depth
-        level = Signal(range(self.depth + 1))  # entries in the memory (not counting r_data)
+        # wrap at depth; dup_: several FIFOs run in lockstep and must keep their own copies
+        produce, consume = Signal(range(self.depth), name="dup_produce"), Signal(range(self.depth), name="dup_consume")
+        level = Signal(range(self.depth + 1), name="dup_level")  # entries in the memory (not counting r_data)
+        r_rdy = Signal(name="dup_r_rdy")
         do_write, do_read = Signal(), Signal()
         m.d.comb += [
             self.w_rdy.eq(level != self.depth),
             do_write.eq(self.w_en & self.w_rdy),
-            do_read.eq((level != 0) & (~self.r_rdy | self.r_en)),
+            self.r_rdy.eq(r_rdy),
+            do_read.eq((level != 0) & (~r_rdy | self.r_en)),
             wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write),
             rp.addr.eq(consume), rp.en.eq(do_read), self.r_data.eq(rp.data),
         ]
         with m.If(do_write):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
-            m.d.sync += [consume.eq(consume + 1), self.r_rdy.eq(1)]
+            m.d.sync += [consume.eq(consume + 1), r_rdy.eq(1)]
         with m.Elif(self.r_en):
-            m.d.sync += self.r_rdy.eq(0)
+            m.d.sync += r_rdy.eq(0)
         with m.If(do_write & ~do_read):
             m.d.sync += level.eq(level + 1)
         with m.Elif(do_read & ~do_write):

@@ -73,11 +73,15 @@ class MACCell(wiring.Component):
         for n in range(Multiplier.latency):
             delayed = Signal(StepFlags, name=f"flags_m{n + 1}")
             m.d.sync += delayed.eq(flags)
-            flags = delayed
+            previous, flags = flags, delayed
+        # A private copy of `first` for the 32 accumulator multiplexers (named dup_: kept apart
+        # from flags.first by fpga.synth, so the placer can put it next to the adder).
+        first = Signal(name="dup_first")
+        m.d.sync += first.eq(previous.first)
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.result.eq(result)]
         m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), self.flags_out.eq(self.flags)]
         new = Signal(signed(32))
-        m.d.comb += new.eq((Mux(flags.first, 0, acc) + product)[:32].as_signed())
+        m.d.comb += new.eq((Mux(first, 0, acc) + product)[:32].as_signed())
         with m.If(flags.valid):
             m.d.sync += acc.eq(new)
             with m.If(flags.last):

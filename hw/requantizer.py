@@ -84,7 +84,7 @@ class Requantizer(wiring.Component):
     @property
     def latency(self):
         """Cycles from an input transfer to the corresponding output being valid (no stalls)."""
-        return 12
+        return 14
 
     def elaborate(self, platform):
         m = Module()
@@ -145,71 +145,77 @@ class Requantizer(wiring.Component):
         shift1 = stage("shift1", signed(6), p.shift)
 
         if self._rounding == "double":
-            # Stage 2: left pre-shift by max(shift, 0), wrapping to int32.
+            # Stages 2-3: left pre-shift by max(shift, 0), wrapping to int32: by 0..3, then by multiples of 4.
             left = Mux(shift1 > 0, shift1.as_unsigned()[:5], 0)
-            pre = stage("pre", signed(32), (acc << left)[:32].as_signed())
-            mult2 = stage("mult2", signed(32), mult1)
-            # right[n]: the right shift aligned with stage n + 3's inputs.
-            right = taps(stage("right2", 5, Mux(shift1 < 0, (-shift1).as_unsigned()[:5], 0)), 6, "right")
-            # Stages 3-4: partial products of pre * multiplier; note the one saturating operand pair.
+            pre_a = stage("pre_a", signed(32), (acc << left[:2])[:32].as_signed())
+            left_hi = stage("left_hi", 3, left[2:5])
+            mult2a = stage("mult2a", signed(32), mult1)
+            right2a = stage("right2a", 5, Mux(shift1 < 0, (-shift1).as_unsigned()[:5], 0))
+            pre = stage("pre", signed(32), (pre_a << Cat(Const(0, 2), left_hi))[:32].as_signed())
+            mult2 = stage("mult2", signed(32), mult2a)
+            # right[n]: the right shift aligned with stage n + 4's inputs.
+            right = taps(stage("right2", 5, right2a), 7, "right")
+            # Stages 4-5: partial products of pre * multiplier; note the one saturating operand pair.
             hh, hl, lh, ll = partial_products(pre, mult2)
             overflow = carry(stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN)), 3, "overflow")
             # SaturatingRoundingDoublingHighMul = (prod + nudge) / 2**31 truncated toward zero, which
             # for either sign of prod equals floor((prod + 2**30) / 2**31): ties go toward +inf.
-            # Stage 5: fold the rounding constant 2**30 into the low partial product.
+            # Stage 6: fold the rounding constant 2**30 into the low partial product.
             mid = stage("mid", signed(34), hl + lh)
             lo = stage("lo", 33, ll + (1 << 30))
             hh4 = stage("hh4", signed(32), hh)
-            # Stage 6: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
+            # Stage 7: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
             # RoundingDivideByPOT for the right shift: 2**(right-1) (or 0) and 2**(right-1) - 1 (or 0).
             t = stage("t", signed(35), mid + (lo >> 16))
             hh5 = stage("hh5", signed(32), hh4)
             half = stage("half", 31, Cat(*(right[3] == b + 1 for b in range(31))))
             half_m1 = stage("half_m1", 30, Cat(*(right[3] > b + 1 for b in range(30))))
-            # Stage 7: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
+            # Stage 8: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
             high = stage("high", signed(32),
                          Mux(overflow, INT32_MAX, Cat(t[15], hh5 + (t >> 16))[:32].as_signed()))
             half6, half_m1_6 = carry(half, 1, "half"), carry(half_m1, 1, "half_m1")
-            # Stage 8: RoundingDivideByPOT(high, right), ties away from zero, as
+            # Stage 9: RoundingDivideByPOT(high, right), ties away from zero, as
             # floor((high + 2**(right-1) - (high < 0)) / 2**right): first the addition ...
             rounded = stage("rounded", signed(33), high + Mux(high < 0, half_m1_6, half6))
-            # Stage 9: ... then the arithmetic shift.
-            scaled = stage("scaled", signed(32), (rounded >> right[6])[:32].as_signed())
+            # Stages 10-11: ... then the arithmetic shift, by 0..3, then by multiples of 4.
+            scaled_a = stage("scaled_a", signed(33), rounded >> right[6][:2])
+            scaled = stage("scaled", signed(32), (scaled_a >> Cat(Const(0, 2), right[7][2:5]))[:32].as_signed())
         else:
-            # Stage 2: total shift 31 - shift (1..62).
-            total = stage("total", 6, (31 - shift1)[:6])
-            acc2 = stage("acc2", signed(32), acc)
-            mult2 = stage("mult2", signed(32), mult1)
-            # Stages 3-4: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
+            # Stages 2-3: total shift 31 - shift (1..62); a stage of delay keeps both variants' latency equal.
+            total = carry(stage("total", 6, (31 - shift1)[:6]), 1, "total")
+            acc2 = carry(stage("acc2", signed(32), acc), 1, "acc2")
+            mult2 = carry(stage("mult2", signed(32), mult1), 1, "mult2")
+            # Stages 4-5: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
             hh, hl, lh, ll = partial_products(acc2, mult2)
             e = (total - 1)[:6]
             rnd_lo3 = carry(stage("rnd_lo", 32, Cat(*(e == b for b in range(32)))), 1, "rnd_lo")
             rnd_hi3 = carry(stage("rnd_hi", 30, Cat(*(e == b + 32 for b in range(30)))), 1, "rnd_hi")
-            # total[n]: aligned with stage n + 3's inputs.
+            # total[n]: aligned with stage n + 4's inputs.
             total = taps(total, 6, "total")
-            # Stage 5: add the rounding constant (round half toward +inf) to the partial products.
+            # Stage 6: add the rounding constant (round half toward +inf) to the partial products.
             lo = stage("lo", 33, ll + rnd_lo3)
             mid = stage("mid", signed(34), hl + lh)
             hh4 = stage("hh4", signed(33), hh + rnd_hi3)
-            # Stage 6: carry the low half into the middle one.
+            # Stage 7: carry the low half into the middle one.
             t = stage("t", signed(35), mid + (lo >> 16))
             lo5 = stage("lo5", 16, lo[:16])
             hh5 = stage("hh5", signed(33), hh4)
-            # Stage 7: the 64-bit sum prod + 2**(total-1).
+            # Stage 8: the 64-bit sum prod + 2**(total-1).
             summed = stage("summed", signed(66), Cat(lo5, t[:16], hh5 + (t >> 16)).as_signed())
-            # Stages 8 and 9: arithmetic shift right by total (by multiples of 8, then by 0..7),
+            # Stages 9-11: arithmetic shift right by total (by multiples of 8, then by 0..7),
             # truncated to int32 as static_cast does.
             coarse = stage("coarse", signed(66), summed >> Cat(Const(0, 3), total[5][3:6]))
-            scaled = stage("scaled", signed(32), (coarse >> total[6][:3])[:32].as_signed())
+            # (and a stage of delay, as the double-rounding variant shifts over two stages too)
+            scaled = carry(stage("scaled", signed(32), (coarse >> total[6][:3])[:32].as_signed()), 1, "scaled")
 
-        # Stage 10: + output offset (int32 wrap-around).
+        # Stage 12: + output offset (int32 wrap-around).
         offset = stage("offset", signed(32), (scaled + self.output_offset)[:32].as_signed())
-        # Stage 11: compare with the activation range (two carry chains side by side).
+        # Stage 13: compare with the activation range (two carry chains side by side).
         below = stage("below", 1, offset < self.act_min)
         above = stage("above", 1, offset > self.act_max)
         offset10 = carry(offset, 1, "offset")
-        # Stage 12: clamp; or bypass.
-        acc_out = carry(acc, 10, "acc_bypass")
+        # Stage 14: clamp; or bypass.
+        acc_out = carry(acc, 12, "acc_bypass")
         clamped = Mux(below, self.act_min, Mux(above, self.act_max, offset10))
         out = stage("out", signed(32), Mux(self.bypass, acc_out, clamped))
         m.d.comb += self.o.payload.eq(out)

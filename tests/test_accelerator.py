@@ -172,5 +172,5 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     assert cycles == dut.cycles(*shape)
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
-    # input register 1, array read-out cols + 4, later rows rows - 1, table lookup 2, requantizer 12, FIFO 2
-    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 4) + (rows - 1) + 2 + 12 + 2
+    # input register 1, array read-out cols + 4, later rows rows - 1, table lookup 2, requantizer 14, FIFO 2
+    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 4) + (rows - 1) + 2 + 14 + 2
