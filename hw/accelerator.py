@@ -7,7 +7,8 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
    ``bypass``. They must stay stable while a layer runs.
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
-   ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle.
+   ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
+   in the table a cycle after its transfer.
 3. Stream the tiles, row tile outer, column tile inner (``for mt: for nt: for k``): each
    step is one transfer on ``act`` (``a[mt*rows + i][k]`` for i < rows, zero-padded) and
    one on ``wts`` (``w[k][nt*cols + j]`` for j < cols, zero-padded); the two are consumed
@@ -160,8 +161,14 @@ class Accelerator(wiring.Component):
         for j, (lane, fifo) in enumerate(zip(lanes, fifos, strict=True)):
             m.submodules[f"requant{j}"] = lane
             m.submodules[f"fifo{j}"] = fifo
-            m.d.comb += [lane.output_offset.eq(self.output_offset), lane.act_min.eq(self.act_min),
-                         lane.act_max.eq(self.act_max), lane.bypass.eq(self.bypass), lane.o.ready.eq(1),
+            # The per-layer settings reach each lane through its own registers (dup_*): they are
+            # stable while a layer runs, and a shared input would fan out to every lane.
+            settings = [self.output_offset, self.act_min, self.act_max, self.bypass]
+            local = [Signal.like(s, name=f"dup_{name}{j}", reset_less=True)
+                     for s, name in zip(settings, ("output_offset", "act_min", "act_max", "bypass"), strict=True)]
+            m.d.sync += [dst.eq(src) for dst, src in zip(local, settings, strict=True)]
+            m.d.comb += [lane.output_offset.eq(local[0]), lane.act_min.eq(local[1]),
+                         lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1),
                          fifo.w_data.eq(lane.o.payload), fifo.w_en.eq(lane.o.valid),
                          self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
         m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
