@@ -143,9 +143,11 @@ def test_accelerator_output_fifo_full(seed, ram):
     check(dut, [prob], seed, p_idle=0.0, p_ready=0.05)
 
 
-def test_accelerator_rejects_bad_ram():
+def test_accelerator_rejects_bad_ram_and_dsp():
     with pytest.raises(ValueError, match=r"ram must be 'distributed' or 'block', got 'lut'"):
         Accelerator(2, 2, ram="lut")
+    with pytest.raises(ValueError, match=r"dsp must be one of \('generic', 'ecp5'\), got 'xilinx'"):
+        Accelerator(2, 2, dsp="xilinx")
 
 
 def test_host_refuses_problem_larger_than_tables(seed):
