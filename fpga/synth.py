@@ -265,20 +265,18 @@ def _largest_candidates(target):
 def sweep(target, rounding="double", *, out_dir="build/synth", seed=1, log=print):
     """Synthesize the scaling set and the largest array that fits; return the list of results."""
     results = [synthesize(target, r, c, rounding, seed=seed, out_dir=out_dir, log=log) for r, c in SCALING[target]]
-    done = {(r["rows"], r["cols"]) for r in results}
+    done = {(x["rows"], x["cols"]): x for x in results}
     for r, c in _largest_candidates(target):
-        if (r, c) in done:
-            if next(x for x in results if (x["rows"], x["cols"]) == (r, c))["fits"]:
-                break
-            continue
-        try:
-            res = synthesize(target, r, c, rounding, seed=seed, out_dir=out_dir, log=log)
-        except SynthError as e:
-            log(f"[{target} {r}x{c}] does not fit: {e}")
-            continue
+        res = done.get((r, c))
+        if res is None:
+            try:
+                res = synthesize(target, r, c, rounding, seed=seed, out_dir=out_dir, log=log)
+            except SynthError as e:
+                log(f"[{target} {r}x{c}] does not fit: {e}")
+                continue
+            results.append(res)
         if res["fits"]:
             res["largest"] = True
-            results.append(res)
             break
     return results
 

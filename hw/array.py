@@ -9,12 +9,13 @@ an A tile) and a row of weights ``w[0..cols-1]`` (the same k of a W tile), with 
 ``first`` (k = 0) and ``last`` (k = K-1). Row i's activation enters through i skew
 registers and then moves right one cell per cycle; column j's weight enters through j
 skew registers and moves down; so cell (i, j) sees step s at cycle ``s + i + j``, with
-the flags travelling alongside the activations. Each cell registers its product before
-accumulating it (so the DSP multiplier and the 32-bit adder are in different cycles), and
-on ``last`` copies its final sum into its output register, which the next tile does not
-touch for ``max(rows, cols)`` steps: row i of a tile is complete ``i + cols + 1`` cycles
-after its last step and is read out as a whole (``cols`` int32 values) in that cycle, one
-row per cycle. Consecutive tiles therefore overlap completely when
+the flags travelling alongside the activations. Each cell's multiplier registers its
+operands and its product (:class:`~hw.multiplier.Multiplier`, so the DSP and the 32-bit
+adder are in different cycles), and on ``last`` the cell copies its final sum into its
+output register, which the next tile does not touch for ``max(rows, cols)`` steps: row i of
+a tile is complete ``i + cols + 2`` cycles after its last step and is read out as a whole
+(``cols`` int32 values, through two AND-OR register stages), one row per cycle.
+Consecutive tiles therefore overlap completely when
 ``K >= max(rows, cols)``; shorter tiles are padded with idle steps by the sequencer in
 :mod:`hw.accelerator`.
 

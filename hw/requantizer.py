@@ -103,17 +103,16 @@ class Requantizer(wiring.Component):
                 m.d.sync += reg.eq(value)
             return reg
 
-        def carry(sig, n_stages, name):
-            for n in range(n_stages):
-                sig = stage(f"{name}_d{n + 1}", sig.shape(), sig)
-            return sig
-
         def taps(sig, n_stages, name):
             """``sig`` and its copies delayed by 1 .. ``n_stages`` stages."""
             out = [sig]
             for n in range(n_stages):
                 out.append(stage(f"{name}_d{n + 1}", sig.shape(), out[-1]))
             return out
+
+        def carry(sig, n_stages, name):
+            """``sig`` delayed by ``n_stages`` stages."""
+            return taps(sig, n_stages, name)[-1]
 
         def partial_products(a, b):
             """Two stages (:class:`Multiplier` registers its operands and its product): the four
