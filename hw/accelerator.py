@@ -117,7 +117,7 @@ class Accelerator(wiring.Component):
 
     # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
     # lookup), and from a FIFO write to ``res.valid`` (on an empty queue).
-    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 2, 2
+    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 3, 2
 
     @property
     def _row_latency(self):
@@ -173,36 +173,34 @@ class Accelerator(wiring.Component):
                          self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
         m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
 
-        # Lookup (the array row waits two cycles alongside): a cycle to copy the row's column-tile
-        # index into one address register per lane (each table's read address then fans out to
-        # that table only: one shared register
-        # driving every table's LUT RAM cost 11 ns of routing on 8x8), a cycle to read the tables.
-        # The copies are named dup_*: fpga.synth marks them keep, Yosys would merge identical registers.
-        lk_valid0, lk_valid = Signal(), Signal()
-        lk_data0 = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
-        lk_data = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
-        m.d.sync += [lk_valid0.eq(array.row_valid), lk_data0.eq(array.row_data),
-                     lk_valid.eq(lk_valid0), lk_data.eq(lk_data0)]
+        # Lookup (the array row waits three cycles alongside): a cycle to copy the row's
+        # column-tile index into address registers of each lane's table, a cycle to read it, a
+        # cycle to pick the bank (see _ChannelTable). Each address register drives one bank of
+        # one table: a register driving a whole 64-deep LUT-RAM table cost 9 ns of routing on
+        # 8x8, one shared by every table 11 ns.
+        lk_valid, lk_data = array.row_valid, array.row_data
+        for n in range(self._LOOKUP_LATENCY):
+            valid = Signal(name=f"lk_valid{n + 1}")
+            row = Signal(data.ArrayLayout(signed(32), C), name=f"lk_data{n + 1}", reset_less=True)
+            m.d.sync += [valid.eq(lk_valid), row.eq(lk_data)]
+            lk_valid, lk_data = valid, row
 
         m.d.comb += self.cfg.ready.eq(1)
         for j, lane in enumerate(lanes):
-            table = Memory(shape=ChannelEntry, depth=self.max_col_tiles, init=[], attrs=ram_attrs)
-            m.submodules[f"table{j}"] = table
-            wp = table.write_port()
-            rp = table.read_port()
+            m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram)
             # Table writes land a cycle late through a per-lane copy of the cfg transfer (dup_*),
             # so the cfg port does not fan out to every table's LUT RAM.
             w_en = Signal(name=f"dup_cfg_en{j}")
-            w_addr = Signal.like(wp.addr, name=f"dup_cfg_addr{j}", reset_less=True)
+            w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
             m.d.sync += [w_en.eq(self.cfg.valid & (self.cfg.payload.lane == j)),
                          w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.entry)]
-            addr = Signal(range(self.max_col_tiles), name=f"dup_lookup_addr{j}", reset_less=True)
-            m.d.sync += addr.eq(array.row_tag)
-            m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(w_data), wp.en.eq(w_en), rp.addr.eq(addr)]
+            m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),
+                         table.r_addr.eq(array.row_tag)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
-                         lane.i.payload.bias.eq(rp.data.bias), lane.i.payload.multiplier.eq(rp.data.multiplier),
-                         lane.i.payload.shift.eq(rp.data.shift)]
+                         lane.i.payload.bias.eq(table.r_data.bias),
+                         lane.i.payload.multiplier.eq(table.r_data.multiplier),
+                         lane.i.payload.shift.eq(table.r_data.shift)]
 
         # Credits: rows reserved in the FIFO by accepted tiles and not yet read from ``res``.
         reserved = Signal(range(self.fifo_depth + 1))
@@ -231,7 +229,7 @@ class Accelerator(wiring.Component):
         w_in = Signal.like(array.w, reset_less=True)
         tag_in = Signal.like(array.tag, reset_less=True)
         m.d.comb += [array.a.eq(a_in), array.w.eq(w_in), array.tag.eq(tag_in)]
-        m.d.sync += [array.flags.valid.eq(step), array.flags.first.eq(first), array.flags.last.eq(last),
+        m.d.sync += [array.flags.valid.eq(step), array.flags.last.eq(last),
                      tag_in.eq(tile), a_in.eq(self.act.payload), w_in.eq(self.wts.payload)]
 
         with m.If(step):
@@ -299,4 +297,49 @@ class _RowFIFO(wiring.Component):
             m.d.sync += level.eq(level + 1)
         with m.Elif(do_read & ~do_write):
             m.d.sync += level.eq(level - 1)
+        return m
+
+
+class _ChannelTable(wiring.Component):
+    """One lane's per-channel table, read in three cycles: ``r_data`` is the entry at the
+    ``r_addr`` of three cycles earlier; a write lands the cycle after ``w_en``.
+
+    With ``ram="distributed"`` the table is split into banks of 16 entries (one ECP5 LUT-RAM
+    cell deep), each with its own copy of the read address (dup_*, kept apart by fpga.synth);
+    cycle 1 registers the address copies, cycle 2 reads every bank, cycle 3 picks the bank.
+    With ``ram="block"`` it is one memory and the third cycle is a plain register."""
+
+    def __init__(self, depth, ram):
+        self.depth, self.ram = depth, ram
+        self.banks = -(-depth // 16) if ram == "distributed" else 1
+        super().__init__({"w_addr": In(range(depth)), "w_data": In(ChannelEntry), "w_en": In(1),
+                          "r_addr": In(range(depth)), "r_data": Out(ChannelEntry)})
+
+    def elaborate(self, platform):
+        m = Module()
+        bank_depth = 16 if self.banks > 1 else self.depth
+        bank_bits = 4
+        reads = []
+        for b in range(self.banks):
+            depth = min(bank_depth, self.depth - b * bank_depth)
+            mem = Memory(shape=ChannelEntry, depth=depth, init=[], attrs={"ram_style": self.ram})
+            m.submodules[f"bank{b}"] = mem
+            wp, rp = mem.write_port(), mem.read_port()
+            addr = Signal(range(depth), name=f"dup_addr{b}", reset_less=True)
+            m.d.sync += addr.eq(self.r_addr)
+            m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), rp.addr.eq(addr),
+                         wp.en.eq(self.w_en & ((self.w_addr >> bank_bits) == b if self.banks > 1 else 1))]
+            reads.append(rp.data)
+        r_data = Signal(ChannelEntry, reset_less=True)
+        if self.banks == 1:
+            m.d.sync += r_data.eq(reads[0])
+        else:
+            select1 = Signal(range(self.banks), reset_less=True)
+            select2 = Signal(range(self.banks), reset_less=True)
+            m.d.sync += [select1.eq(self.r_addr >> bank_bits), select2.eq(select1)]
+            with m.Switch(select2):
+                for b, read in enumerate(reads):
+                    with m.Case(b):
+                        m.d.sync += r_data.eq(read)
+        m.d.comb += self.r_data.eq(r_data)
         return m

@@ -6,16 +6,19 @@ zero points are folded into the bias outside the array.
 
 Dataflow. One *step* per cycle carries a column of activations ``a[0..rows-1]`` (one k of
 an A tile) and a row of weights ``w[0..cols-1]`` (the same k of a W tile), with flags
-``first`` (k = 0) and ``last`` (k = K-1). Row i's activation enters through i skew
-registers and then moves right one cell per cycle; column j's weight enters through j
-skew registers and moves down; so cell (i, j) sees step s at cycle ``s + i + j``, with
-the flags travelling alongside the activations. Each cell's multiplier registers its
-operands and its product (:class:`~hw.multiplier.Multiplier`, so the DSP and the 32-bit
-adder are in different cycles), and on ``last`` the cell copies its final sum into its
-output register, which the next tile does not touch for ``max(rows, cols)`` steps: row i of
-a tile is complete ``i + cols + 2`` cycles after its last step and is read out as a whole
-(``cols`` int32 values, through two AND-OR register stages), one row per cycle.
-Consecutive tiles therefore overlap completely when
+``valid`` and ``last`` (k = K-1). Row i's activation enters through i skew registers and
+then moves right one cell per cycle; column j's weight enters through j skew registers and
+moves down; so cell (i, j) sees step s at cycle ``s + i + j``, with the flags travelling
+alongside the activations. Each cell's multiplier registers its operands, its product and
+(in fabric) the product again (:class:`~hw.multiplier.Multiplier` and one register, so
+neither the DSP nor the route out of it shares a cycle with the 32-bit adder), and on
+``last`` the cell copies its final sum into its ``sum`` register and clears its accumulator
+(a synchronous reset: no "first" multiplexer in front of the carry chain). The next tile
+does not touch ``sum`` for ``max(rows, cols)`` steps: row i of a tile is complete
+``i + cols + 3`` cycles after its last step, and each cell of the row presents its sum in
+the same cycle on an ``out`` register that is zero otherwise (its select is the cell's own
+clear, delayed locally), so a column's read-out is an OR of its cells, in two register
+stages. Rows leave one per cycle. Consecutive tiles therefore overlap completely when
 ``K >= max(rows, cols)``; shorter tiles are padded with idle steps by the sequencer in
 :mod:`hw.accelerator`.
 
@@ -24,7 +27,10 @@ accelerator only admits a tile when its output buffer has room for the tile's ro
 register needs a global enable (the high-fanout net that would otherwise limit Fmax).
 """
 
-from amaranth import Cat, Module, Mux, Signal, signed
+import operator
+from functools import reduce
+
+from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -32,17 +38,22 @@ from .multiplier import Multiplier
 
 __all__ = ["MACCell", "StepFlags", "SystolicArray"]
 
-StepFlags = data.StructLayout({"valid": 1, "first": 1, "last": 1})
+StepFlags = data.StructLayout({"valid": 1, "last": 1})
 
 
 class MACCell(wiring.Component):
-    """One int8 x int8 multiply-accumulate cell with an int32 accumulator and output register.
+    """One int8 x int8 multiply-accumulate cell with an int32 accumulator and a read-out register.
 
     ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the neighbours
     (latency 1). The product ``a * w`` comes from a :class:`~hw.multiplier.Multiplier` (operands
-    and product registered, latency 2) while the flags wait alongside; then, on a valid step,
-    ``acc <- (first ? 0 : acc) + product`` (int32 wrap), and on a valid ``last`` step the same
-    new value is copied to ``result`` (so ``result`` follows the step by 3 cycles).
+    and product registered, latency 2) and then a fabric register, while the flags wait
+    alongside; then, on a valid step, ``acc <- acc + product`` (int32 wrap). A valid ``last``
+    step copies the new sum to ``sum`` and clears ``acc`` (so ``acc`` is zero before every
+    tile's first step, as after reset; ``first`` is not needed). ``sum`` holds the tile's
+    total from ``result_latency`` cycles after the last step until the next tile's last step.
+
+    ``out`` is zero except for one cycle, ``readout_delay`` cycles after ``sum`` is written,
+    when it carries ``sum``: the array ORs a column's ``out`` registers into its read-out.
     """
 
     a: In(signed(8))
@@ -51,42 +62,72 @@ class MACCell(wiring.Component):
     a_out: Out(signed(8))
     w_out: Out(signed(8))
     flags_out: Out(StepFlags)
-    result: Out(signed(32))
+    out: Out(signed(32))
 
     latency = 1
-    result_latency = Multiplier.latency + 1
+    result_latency = Multiplier.latency + 2
 
-    def __init__(self, dsp="generic"):
-        self._dsp = dsp
+    def __init__(self, dsp="generic", readout_delay=1):
+        if not isinstance(readout_delay, int) or readout_delay < 0:
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(f"readout_delay must be an integer >= 0, got {readout_delay!r}")
+        self._dsp, self._readout_delay = dsp, readout_delay
         super().__init__()
 
     def elaborate(self, platform):
         m = Module()
-        # Only the flags are reset: data registers are don't-care until a valid step reaches
-        # them, and leaving them out of the reset keeps the reset net small (and ECP5 slices,
-        # whose two flip-flops share one reset, free to pack any two data bits together).
+        # Only the flags and the control bits derived from them are reset: data registers are
+        # don't-care until a valid step reaches them, and leaving them out of the reset keeps
+        # the reset net small.
         a_out, w_out = Signal(signed(8), reset_less=True), Signal(signed(8), reset_less=True)
-        acc, result = Signal(signed(32), reset_less=True), Signal(signed(32), reset_less=True)
+        acc, total = Signal(signed(32), reset_less=True), Signal(signed(32), reset_less=True, name="sum")
         m.submodules.mul = mul = Multiplier(8, 8, self._dsp)
         m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.w), mul.en.eq(1)]
-        product = mul.p
+        # The product lands in a fabric register first: on ECP5 the route out of a DSP is long
+        # (4 ns even for a lone cell), so it gets a cycle of its own, without logic.
+        product = Signal(signed(16), reset_less=True)
+        m.d.sync += product.eq(mul.p)
+        # The flag registers are named dup_*: cells on one anti-diagonal hold identical flags,
+        # and without `keep` (see fpga.synth) Yosys would merge them into one register per
+        # diagonal driving cells across the whole array.
         flags = self.flags
         for n in range(Multiplier.latency):
-            delayed = Signal(StepFlags, name=f"flags_m{n + 1}")
+            delayed = Signal(StepFlags, name=f"dup_flags_m{n + 1}")
             m.d.sync += delayed.eq(flags)
-            previous, flags = flags, delayed
-        # A private copy of `first` for the 32 accumulator multiplexers (named dup_: kept apart
-        # from flags.first by fpga.synth, so the placer can put it next to the adder).
-        first = Signal(name="dup_first")
-        m.d.sync += first.eq(previous.first)
-        m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.result.eq(result)]
-        m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), self.flags_out.eq(self.flags)]
+            flags = delayed
+        flags_out = Signal(StepFlags, name="dup_flags_out")
+        m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.flags_out.eq(flags_out)]
+        m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), flags_out.eq(self.flags)]
+        # No `first ? 0 : acc` multiplexer in front of the adder's carry chain: the clear is
+        # the flip-flops' synchronous reset, driven by one register (high during reset, then
+        # "this step is valid and last") and enabled by another.
+        clear = Signal(init=1, name="dup_acc_clear")
+        enable = Signal(name="dup_acc_enable")
+        m.d.sync += [clear.eq(flags.valid & flags.last), enable.eq(flags.valid)]
         new = Signal(signed(32))
-        m.d.comb += new.eq((Mux(first, 0, acc) + product)[:32].as_signed())
-        with m.If(flags.valid):
+        m.d.comb += new.eq((acc + product)[:32].as_signed())
+        with m.If(clear):
+            m.d.sync += [acc.eq(0), total.eq(new)]
+        with m.Elif(enable):
             m.d.sync += acc.eq(new)
-            with m.If(flags.last):
-                m.d.sync += result.eq(new)
+        # Read-out: `clear` delayed locally selects the cycle; `out` is otherwise held at zero
+        # (again a synchronous reset), so the column needs only an OR, no select lines. The
+        # last delay stage holds the inverse (the reset's polarity), in two copies of 16 loads.
+        select = clear
+        for k in range(self._readout_delay - 1):
+            reg = Signal(name=f"dup_readout_wait{k + 1}")
+            m.d.sync += reg.eq(select)
+            select = reg
+        out = Signal(signed(32), reset_less=True)
+        for half in range(2):
+            idle = Signal(init=1, name=f"dup_readout_idle{half}")
+            if self._readout_delay:
+                m.d.sync += idle.eq(~select)
+            else:
+                m.d.comb += idle.eq(~select)
+            bits = slice(16 * half, 16 * half + 16)
+            m.d.sync += out[bits].eq(Mux(idle, 0, total[bits]))
+        m.d.comb += self.out.eq(out)
         return m
 
 
@@ -128,7 +169,7 @@ class SystolicArray(wiring.Component):
     @property
     def latency(self):
         """Cycles from a tile's last step to its row 0 being presented on ``row_*`` (row i follows i cycles later)."""
-        return self.cols + MACCell.result_latency + 1
+        return self.cols + MACCell.result_latency + 2
 
     def elaborate(self, platform):
         m = Module()
@@ -141,7 +182,7 @@ class SystolicArray(wiring.Component):
                 value = reg
             return value
 
-        cells = [[MACCell(self._dsp) for _ in range(C)] for _ in range(R)]
+        cells = [[MACCell(self._dsp, readout_delay=C - j) for j in range(C)] for _ in range(R)]
         for i in range(R):
             for j in range(C):
                 cell = cells[i][j]
@@ -157,50 +198,41 @@ class SystolicArray(wiring.Component):
                     m.d.comb += cell.w.eq(cells[i - 1][j].w_out)
 
         # Cell (i, cols-1) holds row i's result D_i = i + cols - 1 + result_latency cycles after
-        # the tile's last step entered. A delay line of (last, tag) finds it; with tiles >=
-        # max(rows, cols) steps apart at most one row completes per cycle.
+        # the tile's last step entered; cell (i, j) has held its own since cols - 1 - j cycles
+        # earlier, and all of row i present theirs on `out` in cycle D_i + 1
+        # (readout_delay = cols - j).
+        # With tiles >= max(rows, cols) steps apart at most one row is presented per cycle, and
+        # a column's read-out is the OR of its cells' `out`: groups of four rows, registered,
+        # then the groups, registered (so no wide OR sits in one cycle). A delay line of
+        # (last, tag) gives the row's valid flag and tag.
         RL = MACCell.result_latency
         ready_at = [C - 1 + RL + i for i in range(R)]  # D_i
         last = Signal()
         m.d.comb += last.eq(self.flags.valid & self.flags.last)
         line = [(last, self.tag)]
-        for k in range(ready_at[-1] + 1):
+        for k in range(ready_at[-1] + 2):
             prev_last, prev_tag = line[-1]
             l_reg = Signal(name=f"done_last{k + 1}")
             t_reg = Signal(self.tag_width, name=f"done_tag{k + 1}", reset_less=True)
             m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
             line.append((l_reg, t_reg))
 
-        # Read-out in two register stages, so neither a wide multiplexer nor a select line with
-        # hundreds of loads sits in one cycle: per column, a private copy of the one-hot row
-        # select (registered from the line a cycle early, so it is high in cycle D_i), then
-        # AND-OR over groups of four rows, then OR of the groups. The select copies are named
-        # dup_*: fpga.synth keeps them, Yosys would merge identical registers.
         groups = [range(g, min(g + 4, R)) for g in range(0, R, 4)]
         row_data = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
         for j in range(C):
-            sel = Signal(R, name=f"dup_readout_sel{j}")
-            m.d.sync += sel.eq(Cat(*(line[ready_at[i] - 1][0] for i in range(R))))
             parts = []
             for g, rows in enumerate(groups):
                 part = Signal(32, name=f"readout_c{j}_g{g}", reset_less=True)
-                terms = [cells[i][j].result.as_unsigned() & sel[i].replicate(32) for i in rows]
-                acc = terms[0]
-                for t in terms[1:]:
-                    acc = acc | t
-                m.d.sync += part.eq(acc)
+                m.d.sync += part.eq(reduce(operator.or_, (cells[i][j].out.as_unsigned() for i in rows)))
                 parts.append(part)
-            total = parts[0]
-            for part in parts[1:]:
-                total = total | part
-            m.d.sync += row_data[j].eq(total)
+            m.d.sync += row_data[j].eq(reduce(operator.or_, parts))
         m.d.comb += self.row_data.eq(row_data)
-        # Valid and tag follow the data, two cycles after D_i.
+        # Valid and tag follow the data, three cycles after D_i. All rows of a tile carry its tag,
+        # and the next tile's row 0 comes >= rows cycles later: the tag is captured at row 0.
         row_tag = Signal(self.tag_width, reset_less=True)
         m.d.comb += self.row_tag.eq(row_tag)
-        m.d.sync += self.row_valid.eq(0)
-        for i in range(R):
-            done, tag = line[ready_at[i] + 1]
-            with m.If(done):
-                m.d.sync += [self.row_valid.eq(1), row_tag.eq(tag)]
+        done0, tag0 = line[ready_at[0] + 2]
+        with m.If(done0):
+            m.d.sync += row_tag.eq(tag0)
+        m.d.sync += self.row_valid.eq(reduce(operator.or_, (line[ready_at[i] + 2][0] for i in range(R))))
         return m

@@ -126,6 +126,15 @@ def test_accelerator_extreme_accumulators(seed):
     check(Accelerator(2, 2, max_col_tiles=4), [prob], seed)
 
 
+def test_accelerator_banked_tables(seed):
+    """40 column tiles: each lane's LUT-RAM table is three banks of 16 (a partial last bank), so
+    every bank and the bank select are exercised; two layers, the second rewriting the tables."""
+    rng = np.random.default_rng(seed + 11)
+    dut = Accelerator(2, 2, max_col_tiles=40)
+    assert dut._lanes and dut.max_col_tiles == 40
+    check(dut, [random_problem(rng, 3, 5, 80), random_problem(rng, 2, 4, 79)], seed)
+
+
 def test_accelerator_full_rate(seed):
     """No gaps, always ready: the array accepts one step per cycle (checked by cycle count elsewhere)."""
     rng = np.random.default_rng(seed + 3)
@@ -174,5 +183,5 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     assert cycles == dut.cycles(*shape)
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
-    # input register 1, array read-out cols + 4, later rows rows - 1, table lookup 2, requantizer 14, FIFO 2
-    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 4) + (rows - 1) + 2 + 14 + 2
+    # input register 1, array read-out cols + 6, later rows rows - 1, table lookup 3, requantizer 18, FIFO 2
+    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 6) + (rows - 1) + 3 + 18 + 2

@@ -13,12 +13,11 @@ from hw.narrow_io import NarrowIO
 
 def wrapper_ffs(rows, cols, max_col_tiles, width=8):
     """Bounds on the wrapper's registers, counted from its description: at least one per core
-    port bit; at most the padded input and output chains, the registered ``si``/``si_en``/
-    ``so_load`` pins and the ``so`` register (Yosys drops chain bits that drive nothing)."""
+    port bit; at most the padded chains and the pin register (Yosys drops chain bits that drive
+    nothing)."""
     top = NarrowIO(Accelerator.model(rows, cols, max_col_tiles=max_col_tiles), width=width)
     top._MustUse__silence = True
-    pad = lambda n: -(-n // width) * width  # noqa: E731
-    return top.in_bits + top.out_bits, pad(top.in_bits) + pad(top.out_bits) + width + 2 + width
+    return top.in_bits + top.out_bits, top.register_bits
 
 
 def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
