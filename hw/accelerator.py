@@ -334,8 +334,9 @@ class _ChannelTable(wiring.Component):
         if self.banks == 1:
             m.d.sync += r_data.eq(reads[0])
         else:
-            select1 = Signal(range(self.banks), reset_less=True)
-            select2 = Signal(range(self.banks), reset_less=True)
+            # (dup_: every lane's table has the same selects, Yosys would merge them into one)
+            select1 = Signal(range(self.banks), name="dup_select1", reset_less=True)
+            select2 = Signal(range(self.banks), name="dup_select2", reset_less=True)
             m.d.sync += [select1.eq(self.r_addr >> bank_bits), select2.eq(select1)]
             with m.Switch(select2):
                 for b, read in enumerate(reads):
