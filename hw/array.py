@@ -46,7 +46,7 @@ class MACCell(wiring.Component):
 
     ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the neighbours
     (latency 1). The product ``a * w`` comes from a :class:`~hw.multiplier.Multiplier` (operands
-    and product registered, latency 2) and then a fabric register, while the flags wait
+    and product registered, then the product again in fabric: latency 3), while the flags wait
     alongside; then, on a valid step, ``acc <- acc + product`` (int32 wrap). A valid ``last``
     step copies the new sum to ``sum`` and clears ``acc`` (so ``acc`` is zero before every
     tile's first step, as after reset; ``first`` is not needed). ``sum`` holds the tile's
@@ -65,7 +65,7 @@ class MACCell(wiring.Component):
     out: Out(signed(32))
 
     latency = 1
-    result_latency = Multiplier.latency + 2
+    result_latency = Multiplier.latency + 1
 
     def __init__(self, dsp="generic", readout_delay=1):
         if not isinstance(readout_delay, int) or readout_delay < 0:
@@ -83,37 +83,43 @@ class MACCell(wiring.Component):
         acc, total = Signal(signed(32), reset_less=True), Signal(signed(32), reset_less=True, name="sum")
         m.submodules.mul = mul = Multiplier(8, 8, self._dsp)
         m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.w), mul.en.eq(1)]
-        # The product lands in a fabric register first: on ECP5 the route out of a DSP is long
-        # (4 ns even for a lone cell), so it gets a cycle of its own, without logic.
-        product = Signal(signed(16), reset_less=True)
-        m.d.sync += product.eq(mul.p)
+        product = mul.p
         # The flag registers are named dup_*: cells on one anti-diagonal hold identical flags,
         # and without `keep` (see fpga.synth) Yosys would merge them into one register per
         # diagonal driving cells across the whole array.
-        flags = self.flags
-        for n in range(Multiplier.latency):
-            delayed = Signal(StepFlags, name=f"dup_flags_m{n + 1}")
-            m.d.sync += delayed.eq(flags)
-            flags = delayed
+        # The flags wait for the product: the register for the right-hand neighbour is the
+        # first delay, `acc_clear`/`acc_enable` below the last.
         flags_out = Signal(StepFlags, name="dup_flags_out")
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.flags_out.eq(flags_out)]
         m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), flags_out.eq(self.flags)]
+        flags = flags_out
+        for n in range(1, Multiplier.latency - 1):
+            delayed = Signal(StepFlags, name=f"dup_flags_m{n + 1}")
+            m.d.sync += delayed.eq(flags)
+            flags = delayed
         # No `first ? 0 : acc` multiplexer in front of the adder's carry chain: the clear is
-        # the flip-flops' synchronous reset, driven by one register (high during reset, then
-        # "this step is valid and last") and enabled by another.
-        clear = Signal(init=1, name="dup_acc_clear")
-        enable = Signal(name="dup_acc_enable")
-        m.d.sync += [clear.eq(flags.valid & flags.last), enable.eq(flags.valid)]
+        # the flip-flops' synchronous reset, driven by a register (high during reset, then "this
+        # step is valid and last") and enabled by another; both in one copy per 16 accumulator
+        # bits, and a third copy (`capture`) loads `sum` and starts the read-out delay.
         new = Signal(signed(32))
         m.d.comb += new.eq((acc + product)[:32].as_signed())
-        with m.If(clear):
-            m.d.sync += [acc.eq(0), total.eq(new)]
-        with m.Elif(enable):
-            m.d.sync += acc.eq(new)
-        # Read-out: `clear` delayed locally selects the cycle; `out` is otherwise held at zero
+        for half in range(2):
+            clear = Signal(init=1, name=f"dup_acc_clear{half}")
+            enable = Signal(name=f"dup_acc_enable{half}")
+            m.d.sync += [clear.eq(flags.valid & flags.last), enable.eq(flags.valid)]
+            bits = slice(16 * half, 16 * half + 16)
+            with m.If(clear):
+                m.d.sync += acc[bits].eq(0)
+            with m.Elif(enable):
+                m.d.sync += acc[bits].eq(new[bits])
+        capture = Signal(init=1, name="dup_capture")
+        m.d.sync += capture.eq(flags.valid & flags.last)
+        with m.If(capture):
+            m.d.sync += total.eq(new)
+        # Read-out: `capture` delayed locally selects the cycle; `out` is otherwise held at zero
         # (again a synchronous reset), so the column needs only an OR, no select lines. The
         # last delay stage holds the inverse (the reset's polarity), in two copies of 16 loads.
-        select = clear
+        select = capture
         for k in range(self._readout_delay - 1):
             reg = Signal(name=f"dup_readout_wait{k + 1}")
             m.d.sync += reg.eq(select)
@@ -212,7 +218,8 @@ class SystolicArray(wiring.Component):
         line = [(last, self.tag)]
         for k in range(ready_at[-1] + 2):
             prev_last, prev_tag = line[-1]
-            l_reg = Signal(name=f"done_last{k + 1}")
+            # (dup_: Yosys would merge these with the cells' identical flag registers, far away)
+            l_reg = Signal(name=f"dup_done_last{k + 1}")
             t_reg = Signal(self.tag_width, name=f"done_tag{k + 1}", reset_less=True)
             m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
             line.append((l_reg, t_reg))
@@ -234,5 +241,11 @@ class SystolicArray(wiring.Component):
         done0, tag0 = line[ready_at[0] + 2]
         with m.If(done0):
             m.d.sync += row_tag.eq(tag0)
-        m.d.sync += self.row_valid.eq(reduce(operator.or_, (line[ready_at[i] + 2][0] for i in range(R))))
+        # Rows follow row 0 on consecutive cycles: a down-counter, not an OR over the delay line.
+        rows_left = Signal(range(R))
+        with m.If(done0):
+            m.d.sync += rows_left.eq(R - 1)
+        with m.Elif(rows_left != 0):
+            m.d.sync += rows_left.eq(rows_left - 1)
+        m.d.sync += self.row_valid.eq(done0 | (rows_left != 0))
         return m

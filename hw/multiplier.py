@@ -1,8 +1,11 @@
 """Registered signed multiplier: the one place where the RTL names an FPGA primitive.
 
-``p = a * b`` with both operands and the product registered (latency 2, one product per
-cycle, all three registers advance when ``en`` is high). Two implementations, cycle for
-cycle identical:
+``p = a * b`` with both operands and the product registered, and the product registered
+once more (latency 3, one product per cycle, every register advances when ``en`` is high).
+The last register is in fabric on purpose: on ECP5 the route out of a DSP block is long (about
+4 ns for a lone multiplier, 7 ns in a full 8x8 array), so it gets a cycle with no logic after
+it, and the adder that consumes the product starts from a nearby flip-flop. Two
+implementations, cycle for cycle identical:
 
 * ``dsp="generic"``: Amaranth registers around ``*``. Portable (ASIC flows, simulation,
   Xilinx, iCE40, where Yosys packs the registers into ``SB_MAC16`` itself).
@@ -26,14 +29,14 @@ DSP_KINDS = ("generic", "ecp5")
 
 
 class Multiplier(wiring.Component):
-    """``p = a * b``, latency 2 (see module docstring).
+    """``p = a * b``, latency 3 (see module docstring).
 
     Parameters: ``a_width``, ``b_width`` (signed widths, 2..18), ``dsp`` ("generic" or "ecp5").
     Members: ``a``: In(signed(a_width)), ``b``: In(signed(b_width)), ``en``: In(1),
     ``p``: Out(signed(a_width + b_width)).
     """
 
-    latency = 2
+    latency = 3
 
     def __init__(self, a_width, b_width, dsp="generic"):
         if dsp not in DSP_KINDS:
@@ -53,13 +56,17 @@ class Multiplier(wiring.Component):
             a = Signal.like(self.a, reset_less=True)
             b = Signal.like(self.b, reset_less=True)
             p = Signal.like(self.p, reset_less=True)
+            p2 = Signal.like(self.p, reset_less=True)
             with m.If(self.en):
-                m.d.sync += [a.eq(self.a), b.eq(self.b), p.eq(a * b)]
-            m.d.comb += self.p.eq(p)
+                m.d.sync += [a.eq(self.a), b.eq(self.b), p.eq(a * b), p2.eq(p)]
+            m.d.comb += self.p.eq(p2)
             return m
 
         a18, b18, p36 = Signal(signed(18)), Signal(signed(18)), Signal(signed(36))
-        m.d.comb += [a18.eq(self.a), b18.eq(self.b), self.p.eq(p36)]
+        p2 = Signal.like(self.p, reset_less=True)
+        with m.If(self.en):
+            m.d.sync += p2.eq(p36)
+        m.d.comb += [a18.eq(self.a), b18.eq(self.b), self.p.eq(p2)]
         zero = Const(0, 1)
         ports = {f"i_A{k}": a18[k] for k in range(18)}
         ports.update({f"i_B{k}": b18[k] for k in range(18)})

@@ -84,7 +84,7 @@ class Requantizer(wiring.Component):
     @property
     def latency(self):
         """Cycles from an input transfer to the corresponding output being valid (no stalls)."""
-        return 18
+        return 19
 
     def elaborate(self, platform):
         m = Module()
@@ -115,7 +115,8 @@ class Requantizer(wiring.Component):
             return taps(sig, n_stages, name)[-1]
 
         def partial_products(a, b):
-            """Two stages (:class:`Multiplier` registers its operands and its product): the four
+            """Three stages (:class:`Multiplier` registers its operands, its product, and the product
+            again in fabric): the four
             16x16 partial products of the signed 32x32 product ``a * b``.
 
             ``a * b = hh * 2**32 + (hl + lh) * 2**16 + ll``; each fits an 18x18 signed DSP multiplier
@@ -154,23 +155,23 @@ class Requantizer(wiring.Component):
             pre = stage("pre", signed(32), (pre_a << Cat(Const(0, 2), left_hi))[:32].as_signed())
             mult2 = stage("mult2", signed(32), mult2a)
             # right[n]: the right shift aligned with stage n + 4's inputs.
-            right = taps(stage("right2", 5, right2a), 8, "right")
-            # Stages 4-5: partial products of pre * multiplier (in the DSPs); note the one
+            right = taps(stage("right2", 5, right2a), 9, "right")
+            # Stages 4-6: partial products of pre * multiplier (in the DSPs); note the one
             # saturating operand pair.
             hh, hl, lh, ll = partial_products(pre, mult2)
-            overflow = carry(stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN)), 3, "overflow")
+            overflow = carry(stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN)), 4, "overflow")
             # SaturatingRoundingDoublingHighMul = (prod + nudge) / 2**31 truncated toward zero, which
             # for either sign of prod equals floor((prod + 2**30) / 2**31): ties go toward +inf.
-            # Stage 6: fold the rounding constant 2**30 into the low partial product; decode the
+            # Stage 7: fold the rounding constant 2**30 into the low partial product; decode the
             # right shift as 4 * q + r (q one-hot and thermometer, r likewise).
-            l_eq = stage("l_eq", 4, Cat(*(right[2][:2] == v for v in range(4))))
-            l_gt = Cat(stage("l_gt", 3, Cat(*(right[2][:2] > v for v in range(3)))), Const(0, 1))
-            r_eq = stage("r_eq", 8, Cat(*(right[2][2:5] == v for v in range(8))))
-            r_gt = Cat(stage("r_gt", 7, Cat(*(right[2][2:5] > v for v in range(7)))), Const(0, 1))
+            l_eq = stage("l_eq", 4, Cat(*(right[3][:2] == v for v in range(4))))
+            l_gt = Cat(stage("l_gt", 3, Cat(*(right[3][:2] > v for v in range(3)))), Const(0, 1))
+            r_eq = stage("r_eq", 8, Cat(*(right[3][2:5] == v for v in range(8))))
+            r_gt = Cat(stage("r_gt", 7, Cat(*(right[3][2:5] > v for v in range(7)))), Const(0, 1))
             mid = stage("mid", signed(34), hl + lh)
             lo = stage("lo", 33, ll + (1 << 30))
             hh4 = stage("hh4", signed(32), hh)
-            # Stage 7: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
+            # Stage 8: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
             # RoundingDivideByPOT for the right shift: 2**(right-1) (or 0) and 2**(right-1) - 1 (or 0).
             t = stage("t", signed(35), mid + (lo >> 16))
             hh5 = stage("hh5", signed(32), hh4)
@@ -178,7 +179,7 @@ class Requantizer(wiring.Component):
             half = stage("half", 31, Cat(*(r_eq[(b + 1) // 4] & l_eq[(b + 1) % 4] for b in range(31))))
             half_m1 = stage("half_m1", 30, Cat(*(r_gt[(b + 1) // 4] | (r_eq[(b + 1) // 4] & l_gt[(b + 1) % 4])
                                                  for b in range(30))))
-            # Stage 8: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
+            # Stage 9: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
             # (the saturation is the flip-flops' synchronous set/reset, not a multiplexer after the adder)
             high = Signal(signed(32), name="high", reset_less=True)
             with m.If(en):
@@ -187,63 +188,63 @@ class Requantizer(wiring.Component):
                 with m.Else():
                     m.d.sync += high.eq(Cat(t[15], hh5 + (t >> 16))[:32].as_signed())
             half6, half_m1_6 = carry(half, 1, "half"), carry(half_m1, 1, "half_m1")
-            # Stages 9-10: RoundingDivideByPOT(high, right), ties away from zero, as
+            # Stages 10-11: RoundingDivideByPOT(high, right), ties away from zero, as
             # floor((high + 2**(right-1) - (high < 0)) / 2**right): the constant for high's sign ...
             rnd = stage("rnd", 31, Mux(high < 0, half_m1_6, half6))
             high9 = carry(high, 1, "high")
             # ... the addition ...
             rounded = stage("rounded", signed(33), high9 + rnd)
-            # Stages 11-12: ... then the arithmetic shift, by 0..3, then by multiples of 4.
-            scaled_a = stage("scaled_a", signed(33), rounded >> right[7][:2])
-            scaled = stage("scaled", signed(32), (scaled_a >> Cat(Const(0, 2), right[8][2:5]))[:32].as_signed())
+            # Stages 12-13: ... then the arithmetic shift, by 0..3, then by multiples of 4.
+            scaled_a = stage("scaled_a", signed(33), rounded >> right[8][:2])
+            scaled = stage("scaled", signed(32), (scaled_a >> Cat(Const(0, 2), right[9][2:5]))[:32].as_signed())
         else:
             # Stages 2-3: total shift 31 - shift (1..62); a stage of delay keeps both variants' latency equal.
             total = carry(stage("total", 6, (31 - p.shift)[:6]), 2, "total")
             e = carry(stage("e", 6, (30 - p.shift)[:6]), 2, "e")  # total - 1: the rounding bit
             acc2 = carry(stage("acc2", signed(32), acc), 1, "acc2")
             mult2 = carry(stage("mult2", signed(32), mult1), 1, "mult2")
-            # Stages 4-5: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
+            # Stages 4-6: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
             hh, hl, lh, ll = partial_products(acc2, mult2)
-            rnd_lo3 = carry(stage("rnd_lo", 32, Cat(*(e == b for b in range(32)))), 1, "rnd_lo")
-            rnd_hi3 = carry(stage("rnd_hi", 30, Cat(*(e == b + 32 for b in range(30)))), 1, "rnd_hi")
+            rnd_lo3 = carry(stage("rnd_lo", 32, Cat(*(e == b for b in range(32)))), 2, "rnd_lo")
+            rnd_hi3 = carry(stage("rnd_hi", 30, Cat(*(e == b + 32 for b in range(30)))), 2, "rnd_hi")
             # total[n]: aligned with stage n + 4's inputs.
-            total = taps(total, 6, "total")
-            # Stage 6: add the rounding constant (round half toward +inf) to the partial products.
+            total = taps(total, 7, "total")
+            # Stage 7: add the rounding constant (round half toward +inf) to the partial products.
             lo = stage("lo", 33, ll + rnd_lo3)
             mid = stage("mid", signed(34), hl + lh)
             hh4 = stage("hh4", signed(33), hh + rnd_hi3)
-            # Stage 7: carry the low half into the middle one.
+            # Stage 8: carry the low half into the middle one.
             t = stage("t", signed(35), mid + (lo >> 16))
             lo5 = stage("lo5", 16, lo[:16])
             hh5 = stage("hh5", signed(33), hh4)
-            # Stage 8: the 64-bit sum prod + 2**(total-1).
+            # Stage 9: the 64-bit sum prod + 2**(total-1).
             summed = stage("summed", signed(66), Cat(lo5, t[:16], hh5 + (t >> 16)).as_signed())
-            # Stages 9-12: arithmetic shift right by total (by multiples of 8, then by 0..7),
+            # Stages 10-13: arithmetic shift right by total (by multiples of 8, then by 0..7),
             # truncated to int32 as static_cast does.
-            coarse = stage("coarse", signed(66), summed >> Cat(Const(0, 3), total[5][3:6]))
+            coarse = stage("coarse", signed(66), summed >> Cat(Const(0, 3), total[6][3:6]))
             # (and two stages of delay: the double-rounding variant takes two more stages)
-            scaled = carry(stage("scaled", signed(32), (coarse >> total[6][:3])[:32].as_signed()), 2, "scaled")
+            scaled = carry(stage("scaled", signed(32), (coarse >> total[7][:3])[:32].as_signed()), 2, "scaled")
 
-        # Stage 13: + output offset (int32 wrap-around).
+        # Stage 14: + output offset (int32 wrap-around).
         offset = stage("offset", signed(32), (scaled + self.output_offset)[:32].as_signed())
-        # Stages 14-18: clamp to [act_min, act_max]. Both bounds are int8, so saturating to int8
+        # Stages 15-19: clamp to [act_min, act_max]. Both bounds are int8, so saturating to int8
         # first changes nothing, and then the compares are 8 bits wide instead of 32.
-        # Stage 14: is offset within int8 (bits 7..31 all equal)? Four partial tests.
+        # Stage 15: is offset within int8 (bits 7..31 all equal)? Four partial tests.
         upper = [offset[7:19], offset[19:32]]
         zeros = [stage(f"zeros{n}", 1, part == 0) for n, part in enumerate(upper)]
         ones = [stage(f"ones{n}", 1, part == (1 << len(part)) - 1) for n, part in enumerate(upper)]
         offset13 = carry(offset, 1, "offset")
-        # Stage 15: saturate to int8.
+        # Stage 16: saturate to int8.
         in_range = (zeros[0] & zeros[1]) | (ones[0] & ones[1])
         sat = stage("sat", signed(8), Mux(in_range, offset13[:8], Mux(offset13[31], -128, 127)))
-        # Stage 16: compare with the activation range: the signs of two 9-bit differences (the
+        # Stage 17: compare with the activation range: the signs of two 9-bit differences (the
         # top sum bit of a carry chain; a `<` would add a carry break-out and LUTs after it).
         below = stage("below", 1, (sat - self.act_min)[8])
         above = stage("above", 1, (self.act_max - sat)[8])
         sat15 = carry(sat, 1, "sat")
-        # Stage 17: clamp.
+        # Stage 18: clamp.
         clamped = stage("clamped", signed(8), Mux(below, self.act_min, Mux(above, self.act_max, sat15)))
-        # Stage 18: the clamped value or, in bypass, the accumulator; the bypass flag in two
+        # Stage 19: the clamped value or, in bypass, the accumulator; the bypass flag in two
         # registered copies of 16 loads each.
         acc_out = carry(acc, self.latency - 2, "acc_bypass")  # stage 1 to stage latency - 1
         wide = Signal(signed(32))
