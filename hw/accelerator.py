@@ -139,7 +139,7 @@ class Accelerator(wiring.Component):
         other at full rate (a tile's rows are reserved from its first step to their read), plus slack."""
         period = self.min_tile_steps
         in_flight = -(-(period + self._row_latency + self.rows + self._FIFO_LATENCY) // period) + 1
-        return 1 << (in_flight * self.rows).bit_length()
+        return 1 << (in_flight * self.rows - 1).bit_length()  # the next power of two
 
     def cycles(self, m, k, n):
         """Cycles of a full-rate GEMM from the first step accepted to the last result transferred."""
@@ -203,9 +203,12 @@ class Accelerator(wiring.Component):
                          lane.i.payload.shift.eq(table.r_data.shift)]
 
         # Credits: rows reserved in the FIFO by accepted tiles and not yet read from ``res``.
+        # `credit` (room for one more tile) is a register holding the compare for the current
+        # `reserved`: each cycle it takes the compare, precomputed against constants, for
+        # whichever of (admit, read) happens, so no carry chain sits between `reserved` and the
+        # sequencer's enables.
         reserved = Signal(range(self.fifo_depth + 1))
-        credit = Signal()
-        m.d.comb += credit.eq(reserved <= self.fifo_depth - R)
+        credit = Signal(init=1)
 
         # Sequencer: count k within a tile (down, so ``last`` is a compare with zero), tag tiles
         # with their column-tile index, pad short tiles, admit a tile only with credit.
@@ -249,12 +252,13 @@ class Accelerator(wiring.Component):
 
         admit = step & first
         read = self.res.valid & self.res.ready
+        D = self.fifo_depth
         with m.If(admit & ~read):
-            m.d.sync += reserved.eq(reserved + R)
+            m.d.sync += [reserved.eq(reserved + R), credit.eq(reserved <= D - 2 * R)]
         with m.Elif(admit & read):
-            m.d.sync += reserved.eq(reserved + R - 1)
+            m.d.sync += [reserved.eq(reserved + R - 1), credit.eq(reserved <= D - 2 * R + 1)]
         with m.Elif(read):
-            m.d.sync += reserved.eq(reserved - 1)
+            m.d.sync += [reserved.eq(reserved - 1), credit.eq(reserved <= D - R + 1)]
         return m
 
 
@@ -262,20 +266,24 @@ class Accelerator(wiring.Component):
 class _RowFIFO(wiring.Component):
     """Synchronous FIFO with a registered output, like :class:`SyncFIFOBuffered` (a write into an
     empty queue is readable two cycles later; holds ``depth + 1`` entries), but with the storage
-    memory's attributes under our control (``ram_style``). ``depth`` is a power of two."""
+    memory's attributes under our control (``ram_style``). ``depth`` is a power of two.
+
+    With ``ram_style="distributed"`` and more than 16 entries the storage is split into banks of
+    16 (one ECP5 LUT-RAM cell deep), read asynchronously, each addressed by its own copy of the
+    read pointer (dup_*): one pointer driving every LUT-RAM cell of a 64-deep FIFO cost 5.9 ns of
+    routing on 8x8. The output register takes the bank picked by another copy."""
 
     def __init__(self, *, width, depth, attrs):
         assert depth & (depth - 1) == 0, depth
         self.width, self.depth, self._attrs = width, depth, attrs
+        self.banks = depth // 16 if attrs.get("ram_style") == "distributed" and depth > 16 else 1
         super().__init__({"w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
                           "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
-        m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[], attrs=self._attrs)
-        wp, rp = storage.write_port(), storage.read_port()
         # wrap at depth; dup_: several FIFOs run in lockstep and must keep their own copies
-        produce, consume = Signal(range(self.depth), name="dup_produce"), Signal(range(self.depth), name="dup_consume")
+        produce = Signal(range(self.depth), name="dup_produce")
         level = Signal(range(self.depth + 1), name="dup_level")  # entries in the memory (not counting r_data)
         r_rdy = Signal(name="dup_r_rdy")
         do_write, do_read = Signal(), Signal()
@@ -284,19 +292,50 @@ class _RowFIFO(wiring.Component):
             do_write.eq(self.w_en & self.w_rdy),
             self.r_rdy.eq(r_rdy),
             do_read.eq((level != 0) & (~r_rdy | self.r_en)),
-            wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write),
-            rp.addr.eq(consume), rp.en.eq(do_read), self.r_data.eq(rp.data),
         ]
         with m.If(do_write):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
-            m.d.sync += [consume.eq(consume + 1), r_rdy.eq(1)]
+            m.d.sync += r_rdy.eq(1)
         with m.Elif(self.r_en):
             m.d.sync += r_rdy.eq(0)
         with m.If(do_write & ~do_read):
             m.d.sync += level.eq(level + 1)
         with m.Elif(do_read & ~do_write):
             m.d.sync += level.eq(level - 1)
+
+        def read_pointer(name):
+            consume = Signal(range(self.depth), name=name)
+            with m.If(do_read):
+                m.d.sync += consume.eq(consume + 1)
+            return consume
+
+        r_data = Signal(self.width, reset_less=True)
+        m.d.comb += self.r_data.eq(r_data)
+        if self.banks == 1:
+            m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[],
+                                                    attrs=self._attrs)
+            wp, rp = storage.write_port(), storage.read_port(domain="comb")
+            consume = read_pointer("dup_consume")
+            m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write), rp.addr.eq(consume)]
+            with m.If(do_read):
+                m.d.sync += r_data.eq(rp.data)
+            return m
+
+        reads = []
+        for b in range(self.banks):
+            bank = Memory(shape=self.width, depth=16, init=[], attrs=self._attrs)
+            m.submodules[f"bank{b}"] = bank
+            wp, rp = bank.write_port(), bank.read_port(domain="comb")
+            consume = read_pointer(f"dup_consume{b}")
+            m.d.comb += [wp.addr.eq(produce[:4]), wp.data.eq(self.w_data),
+                         wp.en.eq(do_write & (produce[4:] == b)), rp.addr.eq(consume[:4])]
+            reads.append(rp.data)
+        select = read_pointer("dup_consume_bank")
+        with m.If(do_read), m.Switch(select[4:]):
+            for b, read in enumerate(reads):
+                with m.Case(b):
+                    m.d.sync += r_data.eq(read)
         return m
 
 
