@@ -30,7 +30,7 @@ nothing is lost, duplicated or reordered. The depth is chosen so that credits ne
 throttle a full-rate stream.
 """
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -190,10 +190,11 @@ class Accelerator(wiring.Component):
             m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram)
             # Table writes land a cycle late through a per-lane copy of the cfg transfer (dup_*),
             # so the cfg port does not fan out to every table's LUT RAM.
-            w_en = Signal(name=f"dup_cfg_en{j}")
+            w_en = Signal(table.banks, name=f"dup_cfg_en{j}")  # one enable per bank
             w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
-            m.d.sync += [w_en.eq(self.cfg.valid & (self.cfg.payload.lane == j)),
+            mine = self.cfg.valid & (self.cfg.payload.lane == j)
+            m.d.sync += [w_en.eq(Cat(mine & table.in_bank(self.cfg.payload.addr, b) for b in range(table.banks))),
                          w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.entry)]
             m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),
                          table.r_addr.eq(array.row_tag)]
@@ -266,7 +267,8 @@ class Accelerator(wiring.Component):
 class _RowFIFO(wiring.Component):
     """Synchronous FIFO with a registered output, like :class:`SyncFIFOBuffered` (a write into an
     empty queue is readable two cycles later; holds ``depth + 1`` entries), but with the storage
-    memory's attributes under our control (``ram_style``). ``depth`` is a power of two.
+    memory's attributes under our control (``ram_style``), and a write must not come while
+    ``w_rdy`` is low (the accelerator's credits ensure it). ``depth`` is a power of two.
 
     With ``ram_style="distributed"`` and more than 16 entries the storage is split into banks of
     16 (one ECP5 LUT-RAM cell deep), read asynchronously, each addressed by its own copy of the
@@ -288,8 +290,11 @@ class _RowFIFO(wiring.Component):
         r_rdy = Signal(name="dup_r_rdy")
         do_write, do_read = Signal(), Signal()
         m.d.comb += [
+            # The writer (the lanes) never writes into a full FIFO: the accelerator's credits
+            # guarantee room. So the write is not gated by `w_rdy` (which would put the level
+            # compare in front of every LUT-RAM cell's write enable); `w_rdy` only reports it.
             self.w_rdy.eq(level != self.depth),
-            do_write.eq(self.w_en & self.w_rdy),
+            do_write.eq(self.w_en),
             self.r_rdy.eq(r_rdy),
             do_read.eq((level != 0) & (~r_rdy | self.r_en)),
         ]
@@ -341,7 +346,9 @@ class _RowFIFO(wiring.Component):
 
 class _ChannelTable(wiring.Component):
     """One lane's per-channel table, read in three cycles: ``r_data`` is the entry at the
-    ``r_addr`` of three cycles earlier; a write lands the cycle after ``w_en``.
+    ``r_addr`` of three cycles earlier; a write lands the cycle after ``w_en``, which has one bit
+    per bank (the writer decodes the bank, :meth:`in_bank`, before its register, so no decoder
+    sits between that register and the LUT-RAM cells' write enables).
 
     With ``ram="distributed"`` the table is split into banks of 16 entries (one ECP5 LUT-RAM
     cell deep), each with its own copy of the read address (dup_*, kept apart by fpga.synth);
@@ -351,8 +358,12 @@ class _ChannelTable(wiring.Component):
     def __init__(self, depth, ram):
         self.depth, self.ram = depth, ram
         self.banks = -(-depth // 16) if ram == "distributed" else 1
-        super().__init__({"w_addr": In(range(depth)), "w_data": In(ChannelEntry), "w_en": In(1),
+        super().__init__({"w_addr": In(range(depth)), "w_data": In(ChannelEntry), "w_en": In(self.banks),
                           "r_addr": In(range(depth)), "r_data": Out(ChannelEntry)})
+
+    def in_bank(self, addr, bank):
+        """Whether table address ``addr`` is in ``bank``."""
+        return (addr >> 4) == bank if self.banks > 1 else 1
 
     def elaborate(self, platform):
         m = Module()
@@ -367,7 +378,7 @@ class _ChannelTable(wiring.Component):
             addr = Signal(range(depth), name=f"dup_addr{b}", reset_less=True)
             m.d.sync += addr.eq(self.r_addr)
             m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), rp.addr.eq(addr),
-                         wp.en.eq(self.w_en & ((self.w_addr >> bank_bits) == b if self.banks > 1 else 1))]
+                         wp.en.eq(self.w_en[b])]
             reads.append(rp.data)
         r_data = Signal(ChannelEntry, reset_less=True)
         if self.banks == 1:
