@@ -216,6 +216,10 @@ class Accelerator(wiring.Component):
         remaining = Signal(24)  # steps left in the tile after this one
         first = Signal(init=1)
         tile = Signal(range(self.max_col_tiles + 1))
+        # n_tiles - 1 in a register (n_tiles is stable while a layer runs): the wrap test is an
+        # equality, not a carry chain after the increment.
+        tiles_m1 = Signal.like(self.n_tiles, reset_less=True)
+        m.d.sync += tiles_m1.eq(self.n_tiles - 1)
         pad = Signal(range(self.min_tile_steps + 1))
         padding = Signal()
         m.d.comb += padding.eq(pad != 0)
@@ -243,9 +247,9 @@ class Accelerator(wiring.Component):
             with m.Else():
                 m.d.sync += remaining.eq(remaining - 1)
             with m.If(last):
-                m.d.sync += tile.eq(0)
-                with m.If(tile + 1 < self.n_tiles):
-                    m.d.sync += tile.eq(tile + 1)
+                m.d.sync += tile.eq(tile + 1)
+                with m.If(tile == tiles_m1):
+                    m.d.sync += tile.eq(0)
                 with m.If(self.k_steps < self.min_tile_steps):
                     m.d.sync += pad.eq(self.min_tile_steps - self.k_steps)
         with m.Elif(padding):
@@ -288,6 +292,8 @@ class _RowFIFO(wiring.Component):
         produce = Signal(range(self.depth), name="dup_produce")
         level = Signal(range(self.depth + 1), name="dup_level")  # entries in the memory (not counting r_data)
         r_rdy = Signal(name="dup_r_rdy")
+        # level != 0, as a register updated with level (no compare in front of the read enables)
+        nonempty = Signal(name="dup_nonempty")
         do_write, do_read = Signal(), Signal()
         m.d.comb += [
             # The writer (the lanes) never writes into a full FIFO: the accelerator's credits
@@ -296,7 +302,7 @@ class _RowFIFO(wiring.Component):
             self.w_rdy.eq(level != self.depth),
             do_write.eq(self.w_en),
             self.r_rdy.eq(r_rdy),
-            do_read.eq((level != 0) & (~r_rdy | self.r_en)),
+            do_read.eq(nonempty & (~r_rdy | self.r_en)),
         ]
         with m.If(do_write):
             m.d.sync += produce.eq(produce + 1)
@@ -305,9 +311,9 @@ class _RowFIFO(wiring.Component):
         with m.Elif(self.r_en):
             m.d.sync += r_rdy.eq(0)
         with m.If(do_write & ~do_read):
-            m.d.sync += level.eq(level + 1)
+            m.d.sync += [level.eq(level + 1), nonempty.eq(1)]
         with m.Elif(do_read & ~do_write):
-            m.d.sync += level.eq(level - 1)
+            m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
 
         def read_pointer(name):
             consume = Signal(range(self.depth), name=name)
