@@ -242,10 +242,13 @@ class SystolicArray(wiring.Component):
         with m.If(done0):
             m.d.sync += row_tag.eq(tag0)
         # Rows follow row 0 on consecutive cycles: a down-counter, not an OR over the delay line.
-        rows_left = Signal(range(R))
-        with m.If(done0):
-            m.d.sync += rows_left.eq(R - 1)
-        with m.Elif(rows_left != 0):
-            m.d.sync += rows_left.eq(rows_left - 1)
-        m.d.sync += self.row_valid.eq(done0 | (rows_left != 0))
+        if R == 1:
+            m.d.sync += self.row_valid.eq(done0)
+        else:
+            rows_left = Signal(range(R))
+            with m.If(done0):
+                m.d.sync += rows_left.eq(R - 1)
+            with m.Elif(rows_left != 0):
+                m.d.sync += rows_left.eq(rows_left - 1)
+            m.d.sync += self.row_valid.eq(done0 | (rows_left != 0))
         return m
