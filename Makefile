@@ -13,6 +13,7 @@ PYTEST_ARGS ?=
 ROWS ?= 8
 COLS ?= 8
 ROUNDING ?= double
+BLOCK ?= accelerator
 # FPGA target for `make synth`: ecp5 (LFE5U-85F) or ice40 (UP5K)
 TARGET ?= ecp5
 # Multipliers for `make verilog`: generic (portable) or ecp5 (MULT18X18D primitives)
@@ -63,7 +64,7 @@ verilog: $(STAMP)
 	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP)
 
 synth: $(STAMP)
-	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING)
+	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK)
 
 synth-scaling: $(STAMP)
 	$(PY) -m fpga.synth --scaling --rounding $(ROUNDING)

