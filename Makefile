@@ -13,9 +13,10 @@ PYTEST_ARGS ?=
 ROWS ?= 8
 COLS ?= 8
 ROUNDING ?= double
-BLOCK ?= accelerator
 # FPGA target for `make synth`: ecp5 (LFE5U-85F) or ice40 (UP5K)
 TARGET ?= ecp5
+# What `make synth` places and routes: accelerator, array (the MAC array alone) or lane (one requantizer lane)
+BLOCK ?= accelerator
 # Multipliers for `make verilog`: generic (portable) or ecp5 (MULT18X18D primitives)
 DSP ?= generic
 VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
