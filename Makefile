@@ -17,6 +17,8 @@ ROUNDING ?= double
 TARGET ?= ecp5
 # What `make synth` places and routes: accelerator, array (the MAC array alone) or lane (one requantizer lane)
 BLOCK ?= accelerator
+# nextpnr placement seed for `make synth` (the routed Fmax moves by up to a third between seeds on 8x8)
+SEED ?= 1
 # Multipliers for `make verilog`: generic (portable) or ecp5 (MULT18X18D primitives)
 DSP ?= generic
 VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
@@ -65,7 +67,7 @@ verilog: $(STAMP)
 	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP)
 
 synth: $(STAMP)
-	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK)
+	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) --seed $(SEED)
 
 synth-scaling: $(STAMP)
 	$(PY) -m fpga.synth --scaling --rounding $(ROUNDING)
