@@ -68,9 +68,9 @@ class MACCell(wiring.Component):
     result_latency = Multiplier.latency + 1
 
     def __init__(self, dsp="generic", readout_delay=1):
-        if not isinstance(readout_delay, int) or readout_delay < 0:
+        if not isinstance(readout_delay, int) or readout_delay < 1:
             self._MustUse__silence = True  # a refused object is not an unused design
-            raise ValueError(f"readout_delay must be an integer >= 0, got {readout_delay!r}")
+            raise ValueError(f"readout_delay must be an integer >= 1, got {readout_delay!r}")
         self._dsp, self._readout_delay = dsp, readout_delay
         super().__init__()
 
@@ -127,10 +127,7 @@ class MACCell(wiring.Component):
         out = Signal(signed(32), reset_less=True)
         for half in range(2):
             idle = Signal(init=1, name=f"dup_readout_idle{half}")
-            if self._readout_delay:
-                m.d.sync += idle.eq(~select)
-            else:
-                m.d.comb += idle.eq(~select)
+            m.d.sync += idle.eq(~select)
             bits = slice(16 * half, 16 * half + 16)
             m.d.sync += out[bits].eq(Mux(idle, 0, total[bits]))
         m.d.comb += self.out.eq(out)
