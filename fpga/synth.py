@@ -113,9 +113,9 @@ CHECKS = ("hierarchy -top top; proc; flatten; "
           "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr; check -assert")
 
 
-# Registers duplicated on purpose to cut fanout (named dup_* in the RTL: the per-lane table
-# addresses, the per-column read-out selects): Yosys' opt_merge would fold identical registers
-# back into one, so they are marked keep after `proc`.
+# Registers duplicated on purpose to cut fanout (named dup_* in the RTL: per-bank table
+# addresses and FIFO read pointers, per-lane settings, per-cell flags): Yosys' opt_merge would
+# fold identical registers back into one, so they are marked keep after `proc`.
 KEEP = "opt_clean; setattr -set keep 1 w:*dup_* %ci2 t:$dff t:$sdff %u %i"
 
 

@@ -268,6 +268,11 @@ class Accelerator(wiring.Component):
 
 
 
+# Entries in one ECP5 LUT-RAM cell: the bank size of the tables and FIFOs in distributed RAM.
+_BANK_BITS = 4
+_BANK = 1 << _BANK_BITS
+
+
 class _RowFIFO(wiring.Component):
     """Synchronous FIFO with a registered output, like :class:`SyncFIFOBuffered` (a write into an
     empty queue is readable two cycles later; holds ``depth + 1`` entries), but with the storage
@@ -282,7 +287,7 @@ class _RowFIFO(wiring.Component):
     def __init__(self, *, width, depth, attrs):
         assert depth & (depth - 1) == 0, depth
         self.width, self.depth, self._attrs = width, depth, attrs
-        self.banks = depth // 16 if attrs.get("ram_style") == "distributed" and depth > 16 else 1
+        self.banks = depth // _BANK if attrs.get("ram_style") == "distributed" and depth > _BANK else 1
         super().__init__({"w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
                           "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
 
@@ -315,8 +320,8 @@ class _RowFIFO(wiring.Component):
         with m.Elif(do_read & ~do_write):
             m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
 
-        def read_pointer(name):
-            consume = Signal(range(self.depth), name=name)
+        def read_pointer(name, depth):
+            consume = Signal(range(depth), name=name)  # wraps at depth
             with m.If(do_read):
                 m.d.sync += consume.eq(consume + 1)
             return consume
@@ -327,7 +332,7 @@ class _RowFIFO(wiring.Component):
             m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[],
                                                     attrs=self._attrs)
             wp, rp = storage.write_port(), storage.read_port(domain="comb")
-            consume = read_pointer("dup_consume")
+            consume = read_pointer("dup_consume", self.depth)
             m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write), rp.addr.eq(consume)]
             with m.If(do_read):
                 m.d.sync += r_data.eq(rp.data)
@@ -335,15 +340,16 @@ class _RowFIFO(wiring.Component):
 
         reads = []
         for b in range(self.banks):
-            bank = Memory(shape=self.width, depth=16, init=[], attrs=self._attrs)
+            bank = Memory(shape=self.width, depth=_BANK, init=[], attrs=self._attrs)
             m.submodules[f"bank{b}"] = bank
             wp, rp = bank.write_port(), bank.read_port(domain="comb")
-            consume = read_pointer(f"dup_consume{b}")
-            m.d.comb += [wp.addr.eq(produce[:4]), wp.data.eq(self.w_data),
-                         wp.en.eq(do_write & (produce[4:] == b)), rp.addr.eq(consume[:4])]
+            # each bank's copy holds only the offset within a bank (the low bits of the pointer)
+            consume = read_pointer(f"dup_consume{b}", _BANK)
+            m.d.comb += [wp.addr.eq(produce[:_BANK_BITS]), wp.data.eq(self.w_data),
+                         wp.en.eq(do_write & (produce[_BANK_BITS:] == b)), rp.addr.eq(consume)]
             reads.append(rp.data)
-        select = read_pointer("dup_consume_bank")
-        with m.If(do_read), m.Switch(select[4:]):
+        select = read_pointer("dup_consume_bank", self.depth)
+        with m.If(do_read), m.Switch(select[_BANK_BITS:]):
             for b, read in enumerate(reads):
                 with m.Case(b):
                     m.d.sync += r_data.eq(read)
@@ -363,18 +369,17 @@ class _ChannelTable(wiring.Component):
 
     def __init__(self, depth, ram):
         self.depth, self.ram = depth, ram
-        self.banks = -(-depth // 16) if ram == "distributed" else 1
+        self.banks = -(-depth // _BANK) if ram == "distributed" else 1
         super().__init__({"w_addr": In(range(depth)), "w_data": In(ChannelEntry), "w_en": In(self.banks),
                           "r_addr": In(range(depth)), "r_data": Out(ChannelEntry)})
 
     def in_bank(self, addr, bank):
         """Whether table address ``addr`` is in ``bank``."""
-        return (addr >> 4) == bank if self.banks > 1 else 1
+        return (addr >> _BANK_BITS) == bank if self.banks > 1 else 1
 
     def elaborate(self, platform):
         m = Module()
-        bank_depth = 16 if self.banks > 1 else self.depth
-        bank_bits = 4
+        bank_depth = _BANK if self.banks > 1 else self.depth
         reads = []
         for b in range(self.banks):
             depth = min(bank_depth, self.depth - b * bank_depth)
@@ -393,7 +398,7 @@ class _ChannelTable(wiring.Component):
             # (dup_: every lane's table has the same selects, Yosys would merge them into one)
             select1 = Signal(range(self.banks), name="dup_select1", reset_less=True)
             select2 = Signal(range(self.banks), name="dup_select2", reset_less=True)
-            m.d.sync += [select1.eq(self.r_addr >> bank_bits), select2.eq(select1)]
+            m.d.sync += [select1.eq(self.r_addr >> _BANK_BITS), select2.eq(select1)]
             with m.Switch(select2):
                 for b, read in enumerate(reads):
                     with m.Case(b):

@@ -131,8 +131,6 @@ def test_accelerator_banked_tables(seed):
     every bank and the bank select are exercised; two layers, the second rewriting the tables."""
     rng = np.random.default_rng(seed + 11)
     dut = Accelerator(2, 2, max_col_tiles=40)
-    assert dut._lanes
-    assert dut.max_col_tiles == 40
     check(dut, [random_problem(rng, 3, 5, 80), random_problem(rng, 2, 4, 79)], seed)
 
 
