@@ -118,6 +118,14 @@ CHECKS = ("hierarchy -top top; proc; flatten; "
 # fold identical registers back into one, so they are marked keep after `proc`.
 KEEP = "opt_clean; setattr -set keep 1 w:*dup_* %ci2 t:$dff t:$sdff %u %i"
 
+# Then drop the alias wires before technology mapping. Amaranth names each element of an
+# array-shaped signal `x[j]` next to the whole `x`, so a bit has two names that read alike
+# (`x[6]`, element 6, and bit 6 of `x`); with today's Yosys this once left two registers
+# driving one net after ABC (row_data[192] tied to row_data[6] in the 8x8 accelerator), and
+# `check -assert` after synthesis (below) refuses such a netlist rather than passing it to
+# nextpnr. The registers keep their own names.
+PURGE = "opt_clean -purge"
+
 
 def check_verilog(path, top="top", log_path=None):
     """Run :data:`CHECKS` alone on a Verilog file (seconds); raise :class:`SynthError` on a problem."""
@@ -215,8 +223,8 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
 
     log(f"[{name}] yosys {spec['yosys'].split()[0]} ...")
     _run([yosys, "-q", "-l", "yosys.log", "-p",
-          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {KEEP}; {spec['yosys']} -json top.json; "
-          "tee -q -o stat.json stat -json"],
+          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {KEEP}; {PURGE}; {spec['yosys']} -json top.json; "
+          "check -assert; tee -q -o stat.json stat -json"],
          work / "yosys.stdout", "yosys synthesis", cwd=work)
     counts = _yosys_counts(work / "stat.json")
     # The wrapper alone: the same script with the core left as a black box.
