@@ -12,13 +12,13 @@ moves down; so cell (i, j) sees step s at cycle ``s + i + j``, with the flags tr
 alongside the activations. Each cell's multiplier registers its operands, its product and
 (in fabric) the product again (:class:`~hw.multiplier.Multiplier` and one register, so
 neither the DSP nor the route out of it shares a cycle with the 32-bit adder), and on
-``last`` the cell copies its final sum into its ``sum`` register and clears its accumulator
-(a synchronous reset: no "first" multiplexer in front of the carry chain). The next tile
-does not touch ``sum`` for ``max(rows, cols)`` steps: row i of a tile is complete
-``i + cols + 3`` cycles after its last step, and each cell of the row presents its sum in
-the same cycle on an ``out`` register that is zero otherwise (its select is the cell's own
-clear, delayed locally), so a column's read-out is an OR of its cells, in two register
-stages. Rows leave one per cycle. Consecutive tiles therefore overlap completely when
+``last`` the cell clears its accumulator (a synchronous reset: no "first" multiplexer in
+front of the carry chain) and presents its final sum for one cycle on an ``out`` register
+that is zero otherwise, so a column's read-out is an OR of its cells, in two register
+stages; the columns, which finish one cycle apart, are lined up by delay registers at the
+array's edge, and row i of a tile leaves whole ``i + cols + 6`` cycles after its last step.
+Rows leave one per cycle, and a column's cells present on distinct cycles as long as tiles
+are ``max(rows, cols)`` steps apart. Consecutive tiles therefore overlap completely when
 ``K >= max(rows, cols)``; shorter tiles are padded with idle steps by the sequencer in
 :mod:`hw.accelerator`.
 
@@ -48,12 +48,10 @@ class MACCell(wiring.Component):
     (latency 1). The product ``a * w`` comes from a :class:`~hw.multiplier.Multiplier` (operands
     and product registered, then the product again in fabric: latency 3), while the flags wait
     alongside; then, on a valid step, ``acc <- acc + product`` (int32 wrap). A valid ``last``
-    step copies the new sum to ``sum`` and clears ``acc`` (so ``acc`` is zero before every
-    tile's first step, as after reset; ``first`` is not needed). ``sum`` holds the tile's
-    total from ``result_latency`` cycles after the last step until the next tile's last step.
-
-    ``out`` is zero except for one cycle, ``readout_delay`` cycles after ``sum`` is written,
-    when it carries ``sum``: the array ORs a column's ``out`` registers into its read-out.
+    step clears ``acc`` (so ``acc`` is zero before every tile's first step, as after reset;
+    ``first`` is not needed) and loads the new sum into ``out``, which is zero in every other
+    cycle: ``out`` carries the tile's total for one cycle, ``result_latency`` cycles after the
+    last step entered the cell, and the array ORs a column's ``out`` registers into its read-out.
     """
 
     a: In(signed(8))
@@ -67,11 +65,8 @@ class MACCell(wiring.Component):
     latency = 1
     result_latency = Multiplier.latency + 1
 
-    def __init__(self, dsp="generic", readout_delay=1):
-        if not isinstance(readout_delay, int) or readout_delay < 1:
-            self._MustUse__silence = True  # a refused object is not an unused design
-            raise ValueError(f"readout_delay must be an integer >= 1, got {readout_delay!r}")
-        self._dsp, self._readout_delay = dsp, readout_delay
+    def __init__(self, dsp="generic"):
+        self._dsp = dsp
         super().__init__()
 
     def elaborate(self, platform):
@@ -80,8 +75,8 @@ class MACCell(wiring.Component):
         # don't-care until a valid step reaches them, and leaving them out of the reset keeps
         # the reset net small.
         a_out, w_out = Signal(signed(8), reset_less=True), Signal(signed(8), reset_less=True)
-        acc, total = Signal(signed(32), reset_less=True), Signal(signed(32), reset_less=True, name="sum")
-        m.submodules.mul = mul = Multiplier(8, 8, self._dsp)
+        acc = Signal(signed(32), reset_less=True)
+        m.submodules.mul = mul = Multiplier(8, 8, self._dsp, copies=2)
         m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.w), mul.en.eq(1)]
         product = mul.p
         # The flag registers are named dup_*: cells on one anti-diagonal hold identical flags,
@@ -100,7 +95,7 @@ class MACCell(wiring.Component):
         # No `first ? 0 : acc` multiplexer in front of the adder's carry chain: the clear is
         # the flip-flops' synchronous reset, driven by a register (high during reset, then "this
         # step is valid and last") and enabled by another; both in one copy per 16 accumulator
-        # bits, and a third copy (`capture`) loads `sum` and starts the read-out delay.
+        # bits.
         new = Signal(signed(32))
         m.d.comb += new.eq((acc + product)[:32].as_signed())
         for half in range(2):
@@ -112,22 +107,19 @@ class MACCell(wiring.Component):
                 m.d.sync += acc[bits].eq(0)
             with m.Elif(enable):
                 m.d.sync += acc[bits].eq(new[bits])
-        capture = Signal(init=1, name="dup_capture")
-        m.d.sync += capture.eq(flags.valid & flags.last)
-        with m.If(capture):
-            m.d.sync += total.eq(new)
-        # Read-out: `capture` delayed locally selects the cycle; `out` is otherwise held at zero
-        # (again a synchronous reset), so the column needs only an OR, no select lines. The
-        # last delay stage holds the inverse (the reset's polarity), in two copies of 16 loads.
-        select = capture
-        for k in range(self._readout_delay - 1):
-            reg = Signal(name=f"dup_readout_wait{k + 1}")
-            m.d.sync += reg.eq(select)
-            select = reg
+        # Read-out: `out` takes the final sum in the cycle the accumulator is cleared and is
+        # otherwise held at zero (again a synchronous reset, from a register holding the
+        # inverse), so a column needs only an OR of its cells, no select lines, and the cell
+        # keeps no copy of its sum: the array lines the columns up at its edge. The sum for
+        # `out` comes from a second adder fed by the multiplier's second fabric register: each
+        # carry chain then drives one register, which nextpnr packs into the chain's own slices
+        # (with one adder, one of the two registers sat a route away from it).
+        total = Signal(signed(32))
+        m.d.comb += total.eq((acc + mul.p_copy)[:32].as_signed())
         out = Signal(signed(32), reset_less=True)
         for half in range(2):
             idle = Signal(init=1, name=f"dup_readout_idle{half}")
-            m.d.sync += idle.eq(~select)
+            m.d.sync += idle.eq(~(flags.valid & flags.last))
             bits = slice(16 * half, 16 * half + 16)
             m.d.sync += out[bits].eq(Mux(idle, 0, total[bits]))
         m.d.comb += self.out.eq(out)
@@ -185,7 +177,7 @@ class SystolicArray(wiring.Component):
                 value = reg
             return value
 
-        cells = [[MACCell(self._dsp, readout_delay=C - j) for j in range(C)] for _ in range(R)]
+        cells = [[MACCell(self._dsp) for _ in range(C)] for _ in range(R)]
         for i in range(R):
             for j in range(C):
                 cell = cells[i][j]
@@ -200,14 +192,14 @@ class SystolicArray(wiring.Component):
                 else:
                     m.d.comb += cell.w.eq(cells[i - 1][j].w_out)
 
-        # Cell (i, cols-1) holds row i's result D_i = i + cols - 1 + result_latency cycles after
-        # the tile's last step entered; cell (i, j) has held its own since cols - 1 - j cycles
-        # earlier, and all of row i present theirs on `out` in cycle D_i + 1
-        # (readout_delay = cols - j).
-        # With tiles >= max(rows, cols) steps apart at most one row is presented per cycle, and
-        # a column's read-out is the OR of its cells' `out`: groups of four rows, registered,
-        # then the groups, registered (so no wide OR sits in one cycle). A delay line of
-        # (last, tag) gives the row's valid flag and tag.
+        # Cell (i, j) presents its result on `out` D_i - (cols - 1 - j) cycles after the tile's
+        # last step entered the array, where D_i = i + cols - 1 + result_latency (the last cell
+        # of row i). With tiles >= max(rows, cols) steps apart at most one row of a column is
+        # presented per cycle, and a column's read-out is the OR of its cells' `out`: groups of
+        # four rows, registered, then the groups, registered (so no wide OR sits in one cycle).
+        # Then column j waits cols - j cycles at the array's edge, so that row i leaves
+        # whole in cycle D_i + 3, away from the DSPs (a cell keeps no copy of its sum). A
+        # delay line of (last, tag) gives the row's valid flag and tag.
         RL = MACCell.result_latency
         ready_at = [C - 1 + RL + i for i in range(R)]  # D_i
         last = Signal()
@@ -229,7 +221,9 @@ class SystolicArray(wiring.Component):
                 part = Signal(32, name=f"readout_c{j}_g{g}", reset_less=True)
                 m.d.sync += part.eq(reduce(operator.or_, (cells[i][j].out.as_unsigned() for i in rows)))
                 parts.append(part)
-            m.d.sync += row_data[j].eq(reduce(operator.or_, parts))
+            column = Signal(32, name=f"readout_c{j}", reset_less=True)
+            m.d.sync += column.eq(reduce(operator.or_, parts))
+            m.d.sync += row_data[j].eq(delayed(column, C - j - 1, f"deskew_c{j}"))
         m.d.comb += self.row_data.eq(row_data)
         # Valid and tag follow the data, three cycles after D_i. All rows of a tile carry its tag,
         # and the next tile's row 0 comes >= rows cycles later: the tag is captured at row 0.

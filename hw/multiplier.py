@@ -16,6 +16,10 @@ implementations, cycle for cycle identical:
   with the internal registers it routes at 508 MHz. Simulation needs a model of the
   primitive: :mod:`sim.ecp5_models` writes one.
 
+With ``copies=2`` the fabric register is duplicated and the second copy drives ``p_copy``
+(the same value in every cycle), for a consumer with two adders that should each be
+the only load of their operand (see :class:`~hw.array.MACCell`).
+
 Operands up to 18 bits, signed (pass unsigned values zero-extended into a signed shape).
 """
 
@@ -31,14 +35,15 @@ DSP_KINDS = ("generic", "ecp5")
 class Multiplier(wiring.Component):
     """``p = a * b``, latency 3 (see module docstring).
 
-    Parameters: ``a_width``, ``b_width`` (signed widths, 2..18), ``dsp`` ("generic" or "ecp5").
+    Parameters: ``a_width``, ``b_width`` (signed widths, 2..18), ``dsp`` ("generic" or "ecp5"),
+    ``copies`` (1 or 2).
     Members: ``a``: In(signed(a_width)), ``b``: In(signed(b_width)), ``en``: In(1),
-    ``p``: Out(signed(a_width + b_width)).
+    ``p``: Out(signed(a_width + b_width)); with ``copies=2`` also ``p_copy`` (equal to ``p``).
     """
 
     latency = 3
 
-    def __init__(self, a_width, b_width, dsp="generic"):
+    def __init__(self, a_width, b_width, dsp="generic", copies=1):
         if dsp not in DSP_KINDS:
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"dsp must be one of {DSP_KINDS}, got {dsp!r}")
@@ -46,9 +51,24 @@ class Multiplier(wiring.Component):
             if not 2 <= v <= 18:
                 self._MustUse__silence = True
                 raise ValueError(f"{name} must be 2..18, got {v}")
-        self.dsp = dsp
-        super().__init__({"a": In(signed(a_width)), "b": In(signed(b_width)), "en": In(1),
-                          "p": Out(signed(a_width + b_width))})
+        if copies not in (1, 2):
+            self._MustUse__silence = True
+            raise ValueError(f"copies must be 1 or 2, got {copies!r}")
+        self.dsp, self.copies = dsp, copies
+        members = {"a": In(signed(a_width)), "b": In(signed(b_width)), "en": In(1),
+                   "p": Out(signed(a_width + b_width))}
+        if copies == 2:
+            members["p_copy"] = Out(signed(a_width + b_width))
+        super().__init__(members)
+
+    def _fabric_registers(self, m, product):
+        """The last stage: ``product`` registered in fabric, in ``copies`` registers."""
+        # (named dup_*: fpga.synth keeps both copies, Yosys would merge them)
+        for port, name in (("p", "dup_p2"), ("p_copy", "dup_p2_copy"))[:self.copies]:
+            reg = Signal.like(self.p, reset_less=True, name=name)
+            with m.If(self.en):
+                m.d.sync += reg.eq(product)
+            m.d.comb += getattr(self, port).eq(reg)
 
     def elaborate(self, platform):
         m = Module()
@@ -56,17 +76,14 @@ class Multiplier(wiring.Component):
             a = Signal.like(self.a, reset_less=True)
             b = Signal.like(self.b, reset_less=True)
             p = Signal.like(self.p, reset_less=True)
-            p2 = Signal.like(self.p, reset_less=True)
             with m.If(self.en):
-                m.d.sync += [a.eq(self.a), b.eq(self.b), p.eq(a * b), p2.eq(p)]
-            m.d.comb += self.p.eq(p2)
+                m.d.sync += [a.eq(self.a), b.eq(self.b), p.eq(a * b)]
+            self._fabric_registers(m, p)
             return m
 
         a18, b18, p36 = Signal(signed(18)), Signal(signed(18)), Signal(signed(36))
-        p2 = Signal.like(self.p, reset_less=True)
-        with m.If(self.en):
-            m.d.sync += p2.eq(p36)
-        m.d.comb += [a18.eq(self.a), b18.eq(self.b), self.p.eq(p2)]
+        self._fabric_registers(m, p36[:len(self.p)])
+        m.d.comb += [a18.eq(self.a), b18.eq(self.b)]
         zero = Const(0, 1)
         ports = {f"i_A{k}": a18[k] for k in range(18)}
         ports.update({f"i_B{k}": b18[k] for k in range(18)})

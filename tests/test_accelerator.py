@@ -12,6 +12,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from hw.accelerator import Accelerator
+from hw.multiplier import Multiplier
 from sim.amaranth_bench import run_full_rate
 from sim.stimulus import random_problem
 
@@ -156,6 +157,13 @@ def test_accelerator_rejects_bad_ram_and_dsp():
         Accelerator(2, 2, ram="lut")
     with pytest.raises(ValueError, match=r"dsp must be one of \('generic', 'ecp5'\), got 'xilinx'"):
         Accelerator(2, 2, dsp="xilinx")
+
+
+def test_multiplier_rejects_bad_parameters():
+    with pytest.raises(ValueError, match=r"copies must be 1 or 2, got 3"):
+        Multiplier(8, 8, copies=3)
+    with pytest.raises(ValueError, match=r"a_width must be 2..18, got 19"):
+        Multiplier(19, 8)
 
 
 def test_host_refuses_problem_larger_than_tables(seed):
