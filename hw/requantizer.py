@@ -26,6 +26,7 @@ elements are in flight.
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .multiplier import DSP_KINDS, Multiplier
@@ -178,13 +179,16 @@ class Requantizer(wiring.Component):
             half_m1 = stage("half_m1", 30, Cat(*(r_gt[(b + 1) // 4] | (r_eq[(b + 1) // 4] & l_gt[(b + 1) % 4])
                                                  for b in range(30))))
             # Stage 9: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
-            # (the saturation is the flip-flops' synchronous set/reset, not a multiplexer after the adder)
+            # (the saturation is the flip-flops' synchronous set/reset, not a multiplexer after the
+            # adder; ECP5's set/reset acts whether or not the clock enable is high, so the set is
+            # "overflow and enabled": set under an enable would cost a LUT after the carry chain)
             high = Signal(signed(32), name="high", reset_less=True)
-            with m.If(en):
-                with m.If(overflow):
-                    m.d.sync += high.eq(INT32_MAX)
-                with m.Else():
-                    m.d.sync += high.eq(Cat(t[15], hh5 + (t >> 16))[:32].as_signed())
+            saturate = Signal()
+            m.d.comb += saturate.eq(overflow & en)
+            with m.If(saturate):
+                m.d.sync += high.eq(INT32_MAX)
+            with m.Elif(en):
+                m.d.sync += high.eq(Cat(t[15], hh5 + (t >> 16))[:32].as_signed())
             half6, half_m1_6 = carry(half, 1, "half"), carry(half_m1, 1, "half_m1")
             # Stages 10-11: RoundingDivideByPOT(high, right), ties away from zero, as
             # floor((high + 2**(right-1) - (high < 0)) / 2**right): the constant for high's sign ...
@@ -244,7 +248,19 @@ class Requantizer(wiring.Component):
         clamped = stage("clamped", signed(8), Mux(below, self.act_min, Mux(above, self.act_max, sat15)))
         # Stage 19: the clamped value or, in bypass, the accumulator; the bypass flag in two
         # registered copies of 16 loads each.
-        acc_out = carry(acc, self.latency - 2, "acc_bypass")  # stage 1 to stage latency - 1
+        # The accumulator travels from stage 1 to stage latency - 1 in a ring buffer of
+        # latency - 3 entries with a registered read (LUT RAM and one register on ECP5, block
+        # RAM on iCE40) rather than a 17-stage line of 32-bit registers: each enabled cycle
+        # reads the entry written latency - 3 cycles earlier, then overwrites it.
+        depth = self.latency - 3
+        m.submodules.bypass_line = line = Memory(shape=signed(32), depth=depth, init=[])
+        line_w, line_r = line.write_port(), line.read_port(transparent_for=())
+        ptr = Signal(range(depth))
+        with m.If(en):
+            m.d.sync += ptr.eq(Mux(ptr == depth - 1, 0, ptr + 1))
+        m.d.comb += [line_w.addr.eq(ptr), line_w.data.eq(acc), line_w.en.eq(en),
+                     line_r.addr.eq(ptr), line_r.en.eq(en)]
+        acc_out = line_r.data
         wide = Signal(signed(32))
         m.d.comb += wide.eq(clamped)
         out = Signal(signed(32))
