@@ -19,6 +19,8 @@ TARGET ?= ecp5
 BLOCK ?= accelerator
 # nextpnr placement seed for `make synth` (the routed Fmax moves by up to a third between seeds on 8x8)
 SEED ?= 1
+# ECP5 multiplier floorplan for `make synth` (fpga/floorplan.py): 1 (default) or 0 (nextpnr places them)
+FLOORPLAN ?= 1
 # Multipliers for `make verilog`: generic (portable) or ecp5 (MULT18X18D primitives)
 DSP ?= generic
 VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
@@ -33,7 +35,7 @@ help:
 	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double DSP=generic|ecp5)"
-	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING)"
+	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING BLOCK SEED FLOORPLAN=1|0)"
 	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
@@ -67,7 +69,8 @@ verilog: $(STAMP)
 	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP)
 
 synth: $(STAMP)
-	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) --seed $(SEED)
+	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) --seed $(SEED) \
+		$(if $(filter 0,$(FLOORPLAN)),--no-floorplan)
 
 synth-scaling: $(STAMP)
 	$(PY) -m fpga.synth --scaling --rounding $(ROUNDING)

@@ -31,6 +31,8 @@ from amaranth.back import verilog
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from fpga.floorplan import apply as apply_floorplan
+from fpga.floorplan import ecp5_floorplan
 from hw.accelerator import Accelerator
 from hw.array import SystolicArray
 from hw.narrow_io import NarrowIO
@@ -193,8 +195,11 @@ def _critical_path(report):
 
 
 def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_col_tiles=None, router=None,
-               out_dir="build/synth", block="accelerator", log=print):
-    """Run the flow for one configuration; return the report dict (also written as JSON)."""
+               out_dir="build/synth", block="accelerator", floorplan=True, log=print):
+    """Run the flow for one configuration; return the report dict (also written as JSON).
+
+    ``floorplan``: on ECP5, fix the multipliers' sites with :func:`fpga.floorplan.ecp5_floorplan`
+    (when the configuration has one); False leaves them to nextpnr's placer."""
     if target not in TARGETS:
         raise SynthError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
     if block not in BLOCKS:
@@ -258,6 +263,10 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
         result["json"] = str(path)
         return result
 
+    plan = ecp5_floorplan(rows, cols, block) if floorplan and target == "ecp5" else None
+    result["floorplan"] = apply_floorplan(work / "top.json", plan) if plan else None
+    if plan:
+        log(f"[{name}] floorplan: {result['floorplan']} multipliers on fixed sites")
     pins_file, pins_text = spec["pins"]
     (work / pins_file).write_text(pins_text)
     log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}) ...")
@@ -381,6 +390,8 @@ def main(argv=None):
     parser.add_argument("--block", choices=BLOCKS, default="accelerator",
                         help="place and route the accelerator (default), the MAC array alone, or one "
                              "requantizer lane alone (rows/cols ignored)")
+    parser.add_argument("--no-floorplan", action="store_true",
+                        help="ECP5: leave the multipliers' sites to nextpnr (default: fpga.floorplan fixes them)")
     parser.add_argument("--scaling", action="store_true",
                         help="all targets: 2x2, 4x4, 8x8 and the largest that fits; writes scaling.json/.png")
     args = parser.parse_args(argv)
@@ -401,7 +412,8 @@ def main(argv=None):
         return 0
     try:
         result = synthesize(args.target, args.rows, args.cols, args.rounding, freq=args.freq, seed=args.seed,
-                            router=args.router, out_dir=args.out_dir, block=args.block)
+                            router=args.router, out_dir=args.out_dir, block=args.block,
+                            floorplan=not args.no_floorplan)
     except SynthError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

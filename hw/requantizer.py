@@ -90,7 +90,9 @@ class Requantizer(wiring.Component):
         en = Signal()
         m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
 
-        valid = [Signal(name=f"valid{n}") for n in range(1, self.latency + 1)]
+        # (dup_: the accelerator's lanes take one valid line, and Yosys would merge their chains
+        # into one driving every lane's output FIFO across the die; fpga.synth keeps them apart)
+        valid = [Signal(name=f"dup_valid{n}") for n in range(1, self.latency + 1)]
         with m.If(en):
             m.d.sync += valid[0].eq(self.i.valid)
             m.d.sync += [valid[n].eq(valid[n - 1]) for n in range(1, len(valid))]

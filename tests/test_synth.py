@@ -7,6 +7,8 @@ import json
 import numpy as np
 import pytest
 
+from fpga import floorplan
+from fpga.floorplan import ecp5_floorplan
 from fpga.synth import SynthError, check_verilog, format_table, synthesize
 from hw.accelerator import Accelerator
 from hw.narrow_io import NarrowIO
@@ -28,6 +30,11 @@ def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
     assert saved["fmax_mhz"] == result["fmax_mhz"] > 0
     # 2x2 MAC multipliers + four 16x16 partial products per requantizer lane, nothing else.
     assert result["dsps"] == 2 * 2 + 4 * 2 == result["placed"]["dsps"]["used"]
+    # every multiplier on its floorplan site (nextpnr stops on an illegal or taken BEL)
+    assert result["floorplan"] == 12
+    cells = json.loads((tmp_path / "ecp5_2x2_double" / "top.json").read_text())["modules"]["top"]["cells"]
+    assert {c["attributes"].get("BEL") for c in cells.values() if c["type"] == "MULT18X18D"} == \
+        set(ecp5_floorplan(2, 2).values())
     assert result["brams"] == 0  # tables and FIFO in LUT RAM (ram="distributed")
     low, high = wrapper_ffs(2, 2, result["max_col_tiles"])
     assert low <= result["wrapper"]["ffs"] <= high
@@ -130,3 +137,43 @@ def test_blocks_alone(tmp_path):
     assert "array 2x2" in format_table([result])
     with pytest.raises(SynthError, match=r"block must be one of \['accelerator', 'array', 'lane'\], got 'fifo'"):
         synthesize("ecp5", 2, 2, block="fifo", out_dir=tmp_path)
+
+
+def test_ecp5_floorplan():
+    """Columns on consecutive sites of one DSP row (middle row, then the top row right to left),
+    each lane's four partial products on consecutive sites of the bottom row, no site twice."""
+    plan = ecp5_floorplan(8, 8)
+    assert len(plan) == len(set(plan.values())) == 8 * 8 + 4 * 8
+
+    def site(name):
+        x, y, _ = plan[name].split("/")
+        return int(x[1:]), int(y[1:])
+
+    xs = sorted(floorplan._XS)
+    assert len(xs) == 52
+    for j in range(8):
+        column = [site(f"core.array.pe_{i}_{j}.mul.dsp") for i in range(8)]
+        assert len({y for _, y in column}) == 1
+        assert column[0][1] == (34 if j < 6 else 58)
+        slots = [xs.index(x) for x, _ in column]
+        step = 1 if j < 6 else -1
+        assert slots == list(range(slots[0], slots[0] + 8 * step, step))
+        lane = [site(f"core.requant{j}.mul_{p}.dsp") for p in ("ll", "lh", "hl", "hh")]
+        assert {y for _, y in lane} == {10}
+        first = xs.index(lane[0][0])
+        assert [xs.index(x) for x, _ in lane] == list(range(first, first + 4))
+    assert len(ecp5_floorplan(8, 8, "array")) == 64
+    assert set(ecp5_floorplan(1, 1, "lane")) == {f"core.rq.mul_{p}.dsp" for p in ("ll", "lh", "hl", "hh")}
+    assert len(ecp5_floorplan(10, 10)) == 140   # the largest ECP5 configuration
+    assert ecp5_floorplan(12, 12) is None        # needs more than two DSP rows for the array
+
+
+def test_floorplan_refuses_cells_missing_from_the_netlist(tmp_path):
+    netlist = tmp_path / "top.json"
+    cells = {"core.array.pe_0_0.mul.dsp": {"type": "MULT18X18D"}}
+    netlist.write_text(json.dumps({"modules": {"top": {"cells": cells}}}))
+    assert floorplan.apply(netlist, {"core.array.pe_0_0.mul.dsp": "X4/Y34/MULT18_0"}) == 1
+    assert json.loads(netlist.read_text())["modules"]["top"]["cells"]["core.array.pe_0_0.mul.dsp"]["attributes"] == \
+        {"BEL": "X4/Y34/MULT18_0"}
+    with pytest.raises(ValueError, match=r"floorplan names 1 cells missing from .*top.json: \['core.pe_9_9.mul.dsp'\]"):
+        floorplan.apply(netlist, {"core.pe_9_9.mul.dsp": "X5/Y34/MULT18_1"})

@@ -1,0 +1,89 @@
+"""DSP floorplan for the LFE5U-85F: where each MAC cell's and each lane's MULT18X18D goes.
+
+The LFE5U-85F has its 156 MULT18X18D sites in three rows across the die (Y = 10, 34 and 58,
+52 sites each, at the X positions below; read from nextpnr's placement of a design using all
+156). Left to itself, nextpnr's placer scattered the 8x8 accelerator's 96 multipliers over the
+three rows with no order (array columns split between rows, neighbours 60 columns apart, a
+lane's four partial products on two rows), and the routed design lost most of its cycle to
+the long routes between them.
+
+The floorplan follows the dataflow instead:
+
+* array column j takes ``rows`` consecutive sites, cell (i, j) at site ``i``: weights move down
+  a column between neighbouring sites, and the column's read-out OR stays local;
+* columns fill the middle row (Y = 34) left to right, then the top row (Y = 58) right to left,
+  so the activations crossing from one row to the next go straight up at the right edge;
+* each requantizer lane takes four consecutive sites of the bottom row (Y = 10), as close to
+  below its column as the free sites allow.
+
+It applies when the array fits in two rows and the lanes in the third (``rows * cols <= 104``
+with whole columns per row, ``4 * cols <= 52``: every ECP5 configuration of the scaling set);
+otherwise :func:`ecp5_floorplan` returns None and nextpnr places the multipliers itself.
+Constraints are nextpnr ``BEL`` attributes on the synthesized netlist's cells.
+"""
+
+import json
+import pathlib
+
+__all__ = ["apply", "ecp5_floorplan"]
+
+# MULT18X18D sites of the LFE5U-85F: X position -> bel name (the same in each DSP row).
+_X_BELS = {}
+for _base in (4, 13, 22, 31, 40, 49, 58, 69, 78, 87, 96, 105, 114):
+    for _offset, _bel in ((0, "MULT18_0"), (1, "MULT18_1"), (4, "MULT18_4"), (5, "MULT18_5")):
+        _X_BELS[_base + _offset] = _bel
+_XS = sorted(_X_BELS)
+_ARRAY_ROWS = (34, 58)   # the array: middle row left to right, then top row right to left
+_LANE_ROW = 10
+_PARTIALS = ("ll", "lh", "hl", "hh")
+
+
+def _site(x, y):
+    return f"X{x}/Y{y}/{_X_BELS[x]}"
+
+
+def ecp5_floorplan(rows, cols, block="accelerator"):
+    """``{cell name: bel}`` for the MULT18X18D cells of a ``block`` (see :mod:`fpga.synth`), or None."""
+    per_row = len(_XS) // rows
+    if per_row == 0 or cols > per_row * len(_ARRAY_ROWS) or 4 * cols > len(_XS):
+        return None
+    plan, column_x = {}, []
+    if block in ("accelerator", "array"):
+        prefix = "core.array." if block == "accelerator" else "core."
+        for j in range(cols):
+            dsp_row, k = divmod(j, per_row)
+            slots = [k * rows + i for i in range(rows)]
+            if dsp_row == 1:  # snake: the top row runs right to left
+                slots = [len(_XS) - 1 - s for s in slots]
+            y = _ARRAY_ROWS[dsp_row]
+            for i, s in enumerate(slots):
+                plan[f"{prefix}pe_{i}_{j}.mul.dsp"] = _site(_XS[s], y)
+            column_x.append(sum(_XS[s] for s in slots) / rows)
+    if block in ("accelerator", "lane"):
+        lanes = [f"core.requant{j}." for j in range(cols)] if block == "accelerator" else ["core.rq."]
+        free = [True] * len(_XS)
+        for j, prefix in enumerate(lanes):
+            want = column_x[j] if column_x else _XS[4 * j]
+            starts = [s for s in range(len(_XS) - 3) if all(free[s:s + 4])]
+            start = min(starts, key=lambda s: abs(sum(_XS[s:s + 4]) / 4 - want))
+            for n, name in enumerate(_PARTIALS):
+                free[start + n] = False
+                plan[f"{prefix}mul_{name}.dsp"] = _site(_XS[start + n], _LANE_ROW)
+    return plan
+
+
+def apply(netlist_path, plan):
+    """Write ``plan`` as nextpnr ``BEL`` attributes into a Yosys JSON netlist; return the count placed.
+
+    Raises ValueError if a planned cell is not in the netlist (a renamed cell would otherwise be
+    left to the placer silently)."""
+    path = pathlib.Path(netlist_path)
+    netlist = json.loads(path.read_text())
+    cells = netlist["modules"]["top"]["cells"]
+    missing = sorted(set(plan) - set(cells))
+    if missing:
+        raise ValueError(f"floorplan names {len(missing)} cells missing from {path}: {missing[:3]}")
+    for name, bel in plan.items():
+        cells[name].setdefault("attributes", {})["BEL"] = bel
+    path.write_text(json.dumps(netlist))
+    return len(plan)
