@@ -8,7 +8,7 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
-   in the table a cycle after its transfer.
+   in the table two cycles after its transfer.
 3. Stream the tiles, row tile outer, column tile inner (``for mt: for nt: for k``): each
    step is one transfer on ``act`` (``a[mt*rows + i][k]`` for i < rows, zero-padded) and
    one on ``wts`` (``w[k][nt*cols + j]`` for j < cols, zero-padded); the two are consumed
@@ -188,14 +188,21 @@ class Accelerator(wiring.Component):
         m.d.comb += self.cfg.ready.eq(1)
         for j, lane in enumerate(lanes):
             m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram)
-            # Table writes land a cycle late through a per-lane copy of the cfg transfer (dup_*),
-            # so the cfg port does not fan out to every table's LUT RAM.
+            # Table writes land two cycles late through two per-lane copies of the cfg transfer
+            # (dup_*): the first near the cfg port, the second near the table (the cfg port does
+            # not fan out to every table's LUT RAM, and no route crosses the die into a LUT-RAM
+            # write enable: with one copy that route was the floorplanned 8x8's worst, 6.4 ns).
             w_en = Signal(table.banks, name=f"dup_cfg_en{j}")  # one enable per bank
             w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
             mine = self.cfg.valid & (self.cfg.payload.lane == j)
             m.d.sync += [w_en.eq(Cat(mine & table.in_bank(self.cfg.payload.addr, b) for b in range(table.banks))),
                          w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.entry)]
+            w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
+            w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
+            w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
+            m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
+            w_en, w_addr, w_data = w_en2, w_addr2, w_data2
             m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),
                          table.r_addr.eq(array.row_tag)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
