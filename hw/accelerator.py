@@ -23,8 +23,7 @@ at full rate takes :meth:`Accelerator.cycles` cycles (tested in Amaranth's simul
 
 Flow control without a global stall: the array and the requantizer lanes never stop (idle
 cycles travel through them as invalid steps); finished rows go into an output FIFO of
-:attr:`Accelerator.fifo_depth` rows that feeds ``res`` through a two-row register slice (so
-``res.ready`` drives only the slice). A tile's first step is accepted only
+:attr:`Accelerator.fifo_depth` rows that feeds ``res``. A tile's first step is accepted only
 when the FIFO has room for all rows of the tiles in flight plus this one's (a credit
 counter), so backpressure on ``res`` fills the FIFO and then holds ``act``/``wts`` off;
 nothing is lost, duplicated or reordered. The depth is chosen so that credits never
@@ -118,7 +117,7 @@ class Accelerator(wiring.Component):
 
     # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
     # lookup), and from a FIFO write to ``res.valid`` (on an empty queue).
-    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 3, 3
+    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 3, 2
 
     @property
     def _row_latency(self):
@@ -130,8 +129,7 @@ class Accelerator(wiring.Component):
         """Cycles from a tile's last step accepted to its last result row transferred (``res`` ready).
 
         Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
-        later rows, three cycles of table lookup, the requantizer pipeline, the output FIFO and
-        the output register slice.
+        later rows, three cycles of table lookup, the requantizer pipeline and the output FIFO.
         """
         return self._row_latency + self.rows - 1 + self._FIFO_LATENCY
 
@@ -154,8 +152,7 @@ class Accelerator(wiring.Component):
         m.submodules.array = array = self._array
 
         # Output FIFO of result rows, fed by the requantizer lanes (all in lockstep, never stalled).
-        # A written row reaches ``res`` three cycles later (two in the FIFO, one in the output
-        # slice below); the FIFO holds fifo_depth + 1 rows and the slice two more.
+        # A written row reaches ``res`` two cycles later; the FIFO holds fifo_depth + 1 rows.
         # One 32-bit FIFO per lane, all in lockstep: each has its own addresses and state (named
         # dup_*, kept apart by fpga.synth), so no address drives every lane's LUT RAM.
         ram_attrs = {"ram_style": self.ram}
@@ -172,37 +169,13 @@ class Accelerator(wiring.Component):
             m.d.sync += [dst.eq(src) for dst, src in zip(local, settings, strict=True)]
             m.d.comb += [lane.output_offset.eq(local[0]), lane.act_min.eq(local[1]),
                          lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1),
-                         fifo.w_data.eq(lane.o.payload), fifo.w_en.eq(lane.o.valid)]
+                         fifo.w_data.eq(lane.o.payload), fifo.w_en.eq(lane.o.valid),
+                         self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
+        m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
 
-        # Output register slice (a skid buffer of two rows) between the FIFOs and `res`: `res.ready`
-        # reaches only the slice, and each FIFO reads when its own copy of the slice's "room"
-        # register is high (dup_*), so no input crosses the die to every FIFO's read logic in
-        # the cycle it arrives (the worst path of the floorplanned 8x8 with seed 2, 7.0 ns).
-        # A row leaves the FIFOs when they present one and the slice has room; the slice
-        # presents `main` and keeps a row in `skid` when `main` is taken by nobody.
-        main_valid, skid_valid = Signal(), Signal()
-        main = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
-        skid = Signal(data.ArrayLayout(signed(32), C), reset_less=True)
-        incoming = Cat(fifo.r_data for fifo in fifos)
-        arriving = fifos[0].r_rdy  # (the FIFOs run in lockstep)
-        skid_next = Signal()
-        m.d.comb += skid_next.eq(Mux(skid_valid, ~self.res.ready, arriving & main_valid & ~self.res.ready))
-        m.d.sync += skid_valid.eq(skid_next)
-        with m.If(~skid_valid):
-            with m.If(arriving):
-                with m.If(main_valid & ~self.res.ready):
-                    m.d.sync += skid.eq(incoming)
-                with m.Else():
-                    m.d.sync += [main.eq(incoming), main_valid.eq(1)]
-            with m.Elif(self.res.ready):
-                m.d.sync += main_valid.eq(0)
-        with m.Elif(self.res.ready):
-            m.d.sync += main.eq(skid)
-        for j, fifo in enumerate(fifos):
-            room = Signal(init=1, name=f"dup_res_room{j}")
-            m.d.sync += room.eq(~skid_next)
-            m.d.comb += fifo.r_en.eq(room)
-        m.d.comb += [self.res.valid.eq(main_valid), self.res.payload.eq(main)]
+        # (`res.ready` drives every FIFO's read logic, across the die on ECP5. A two-row register
+        # slice before `res` was tried: its 256-bit registers, fed from FIFOs spread along a DSP
+        # row, put their select net on the critical path instead, at 111-115 MHz against 130-134.)
 
         # Lookup (the array row waits three cycles alongside): a cycle to copy the row's
         # column-tile index into address registers of each lane's table, a cycle to read it, a
@@ -442,12 +415,16 @@ class _ChannelTable(wiring.Component):
             m.d.sync += r_data.eq(reads[0])
         else:
             # (dup_: every lane's table has the same selects, Yosys would merge them into one)
+            # One select register per field, next to that field's memories: one for the whole
+            # entry cost 5.0 ns of routing on the floorplanned 8x8.
             select1 = Signal(range(self.banks), name="dup_select1", reset_less=True)
-            select2 = Signal(range(self.banks), name="dup_select2", reset_less=True)
-            m.d.sync += [select1.eq(self.r_addr >> _BANK_BITS), select2.eq(select1)]
-            with m.Switch(select2):
-                for b, read in enumerate(reads):
-                    with m.Case(b):
-                        m.d.sync += r_data.eq(read)
+            m.d.sync += select1.eq(self.r_addr >> _BANK_BITS)
+            for name in fields:
+                select2 = Signal(range(self.banks), name=f"dup_select2_{name}", reset_less=True)
+                m.d.sync += select2.eq(select1)
+                with m.Switch(select2):
+                    for b, read in enumerate(reads):
+                        with m.Case(b):
+                            m.d.sync += getattr(r_data, name).eq(getattr(read, name))
         m.d.comb += self.r_data.eq(r_data)
         return m
