@@ -8,7 +8,7 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
-   in the table three cycles after its transfer.
+   in the table two cycles after its transfer.
 3. Stream the tiles, row tile outer, column tile inner (``for mt: for nt: for k``): each
    step is one transfer on ``act`` (``a[mt*rows + i][k]`` for i < rows, zero-padded) and
    one on ``wts`` (``w[k][nt*cols + j]`` for j < cols, zero-padded); the two are consumed
@@ -192,15 +192,21 @@ class Accelerator(wiring.Component):
         m.d.comb += self.cfg.ready.eq(1)
         for j, lane in enumerate(lanes):
             m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram)
-            # Table writes go through a per-lane copy of the cfg transfer (dup_*), so the cfg port
-            # does not fan out to every table's LUT RAM, then through the table's own registers
-            # (see _ChannelTable): they land three cycles after their transfer.
+            # Table writes land two cycles late through two per-lane copies of the cfg transfer
+            # (dup_*): the first near the cfg port, the second near the table (the cfg port does
+            # not fan out to every table's LUT RAM, and no route crosses the die into a LUT-RAM
+            # write enable: with one copy that route was the floorplanned 8x8's worst, 6.4 ns).
             w_en = Signal(table.banks, name=f"dup_cfg_en{j}")  # one enable per bank
             w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
             mine = self.cfg.valid & (self.cfg.payload.lane == j)
             m.d.sync += [w_en.eq(Cat(mine & table.in_bank(self.cfg.payload.addr, b) for b in range(table.banks))),
                          w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.entry)]
+            w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
+            w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
+            w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
+            m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
+            w_en, w_addr, w_data = w_en2, w_addr2, w_data2
             m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),
                          table.r_addr.eq(array.row_tag)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
@@ -363,7 +369,7 @@ class _RowFIFO(wiring.Component):
 
 class _ChannelTable(wiring.Component):
     """One lane's per-channel table, read in three cycles: ``r_data`` is the entry at the
-    ``r_addr`` of three cycles earlier; a write lands two cycles after ``w_en``, which has one bit
+    ``r_addr`` of three cycles earlier; a write lands the cycle after ``w_en``, which has one bit
     per bank (the writer decodes the bank, :meth:`in_bank`, before its register, so no decoder
     sits between that register and the LUT-RAM cells' write enables).
 
@@ -386,45 +392,27 @@ class _ChannelTable(wiring.Component):
         m = Module()
         bank_depth = _BANK if self.banks > 1 else self.depth
         reads = []
-        # Writes are registered once more here: the address and data per table, the enable per
-        # bank and field (bias, multiplier, shift each in their own LUT RAM, with their own
-        # enable register): one enable driving a whole bank's LUT-RAM cells, spread out towards
-        # their different consumers, cost 6.2 ns of routing on the floorplanned 8x8.
-        w_addr = Signal.like(self.w_addr, name="w_addr_q", reset_less=True)
-        w_data = Signal(ChannelEntry, name="w_data_q", reset_less=True)
-        m.d.sync += [w_addr.eq(self.w_addr), w_data.eq(self.w_data)]
-        fields = list(ChannelEntry.members)
         for b in range(self.banks):
             depth = min(bank_depth, self.depth - b * bank_depth)
+            mem = Memory(shape=ChannelEntry, depth=depth, init=[], attrs={"ram_style": self.ram})
+            m.submodules[f"bank{b}"] = mem
+            wp, rp = mem.write_port(), mem.read_port()
             addr = Signal(range(depth), name=f"dup_addr{b}", reset_less=True)
             m.d.sync += addr.eq(self.r_addr)
-            read = Signal(ChannelEntry)
-            for name in fields:
-                mem = Memory(shape=ChannelEntry.members[name], depth=depth, init=[], attrs={"ram_style": self.ram})
-                m.submodules[f"bank{b}_{name}"] = mem
-                wp, rp = mem.write_port(), mem.read_port()
-                # (dup_: the banks' and fields' enables hold the same values at times, and the
-                # tables' are identical when the host writes every lane alike)
-                en = Signal(name=f"dup_w_en{b}_{name}")
-                m.d.sync += en.eq(self.w_en[b])
-                m.d.comb += [wp.addr.eq(w_addr), wp.data.eq(getattr(w_data, name)), wp.en.eq(en),
-                             rp.addr.eq(addr), getattr(read, name).eq(rp.data)]
-            reads.append(read)
+            m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), rp.addr.eq(addr),
+                         wp.en.eq(self.w_en[b])]
+            reads.append(rp.data)
         r_data = Signal(ChannelEntry, reset_less=True)
         if self.banks == 1:
             m.d.sync += r_data.eq(reads[0])
         else:
             # (dup_: every lane's table has the same selects, Yosys would merge them into one)
-            # One select register per field, next to that field's memories: one for the whole
-            # entry cost 5.0 ns of routing on the floorplanned 8x8.
             select1 = Signal(range(self.banks), name="dup_select1", reset_less=True)
-            m.d.sync += select1.eq(self.r_addr >> _BANK_BITS)
-            for name in fields:
-                select2 = Signal(range(self.banks), name=f"dup_select2_{name}", reset_less=True)
-                m.d.sync += select2.eq(select1)
-                with m.Switch(select2):
-                    for b, read in enumerate(reads):
-                        with m.Case(b):
-                            m.d.sync += getattr(r_data, name).eq(getattr(read, name))
+            select2 = Signal(range(self.banks), name="dup_select2", reset_less=True)
+            m.d.sync += [select1.eq(self.r_addr >> _BANK_BITS), select2.eq(select1)]
+            with m.Switch(select2):
+                for b, read in enumerate(reads):
+                    with m.Case(b):
+                        m.d.sync += r_data.eq(read)
         m.d.comb += self.r_data.eq(r_data)
         return m
