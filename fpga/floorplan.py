@@ -28,10 +28,9 @@ import pathlib
 __all__ = ["apply", "ecp5_floorplan"]
 
 # MULT18X18D sites of the LFE5U-85F: X position -> bel name (the same in each DSP row).
-_X_BELS = {}
-for _base in (4, 13, 22, 31, 40, 49, 58, 69, 78, 87, 96, 105, 114):
-    for _offset, _bel in ((0, "MULT18_0"), (1, "MULT18_1"), (4, "MULT18_4"), (5, "MULT18_5")):
-        _X_BELS[_base + _offset] = _bel
+_X_BELS = {base + offset: bel
+           for base in (4, 13, 22, 31, 40, 49, 58, 69, 78, 87, 96, 105, 114)
+           for offset, bel in ((0, "MULT18_0"), (1, "MULT18_1"), (4, "MULT18_4"), (5, "MULT18_5"))}
 _XS = sorted(_X_BELS)
 _ARRAY_ROWS = (34, 58)   # the array: middle row left to right, then top row right to left
 _LANE_ROW = 10
