@@ -44,10 +44,13 @@ def _site(x, y):
 def ecp5_floorplan(rows, cols, block="accelerator"):
     """``{cell name: bel}`` for the MULT18X18D cells of a ``block`` (see :mod:`fpga.synth`), or None."""
     per_row = len(_XS) // rows
-    if per_row == 0 or cols > per_row * len(_ARRAY_ROWS) or 4 * cols > len(_XS):
+    has_array, has_lanes = block in ("accelerator", "array"), block in ("accelerator", "lane")
+    if has_array and (per_row == 0 or cols > per_row * len(_ARRAY_ROWS)):
+        return None
+    if block == "accelerator" and 4 * cols > len(_XS):
         return None
     plan, column_x = {}, []
-    if block in ("accelerator", "array"):
+    if has_array:
         prefix = "core.array." if block == "accelerator" else "core."
         for j in range(cols):
             dsp_row, k = divmod(j, per_row)
@@ -58,7 +61,7 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
             for i, s in enumerate(slots):
                 plan[f"{prefix}pe_{i}_{j}.mul.dsp"] = _site(_XS[s], y)
             column_x.append(sum(_XS[s] for s in slots) / rows)
-    if block in ("accelerator", "lane"):
+    if has_lanes:
         lanes = [f"core.requant{j}." for j in range(cols)] if block == "accelerator" else ["core.rq."]
         free = [True] * len(_XS)
         for j, prefix in enumerate(lanes):

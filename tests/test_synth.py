@@ -166,6 +166,8 @@ def test_ecp5_floorplan():
     assert set(ecp5_floorplan(1, 1, "lane")) == {f"core.rq.mul_{p}.dsp" for p in ("ll", "lh", "hl", "hh")}
     assert len(ecp5_floorplan(10, 10)) == 140   # the largest ECP5 configuration
     assert ecp5_floorplan(12, 12) is None        # needs more than two DSP rows for the array
+    assert ecp5_floorplan(1, 14) is None         # 14 lanes need 56 sites of the bottom row's 52
+    assert len(ecp5_floorplan(1, 14, "array")) == 14  # the array alone has no lanes to place
 
 
 def test_floorplan_refuses_cells_missing_from_the_netlist(tmp_path):
