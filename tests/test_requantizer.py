@@ -54,6 +54,10 @@ def directed_vectors(rounding):
                 rows.append((acc, 0, mult, shift))
                 rows.append((acc, I32_MAX, mult, shift))   # bias add wraps
     rows.append((I32_MIN, 0, I32_MIN, 0))                  # SRDHM overflow case (double only)
+    for shift in range(1, 31):  # left shifts that land on INT32_MIN (the overflow), or one bit off it
+        for acc in (-(1 << (31 - shift)), 1 << (31 - shift), (1 << (31 - shift)) + 1, -(1 << (30 - shift)),
+                    (1 << (31 - shift)) | (1 << (31 - shift) >> 1), I32_MIN + (1 << (31 - shift))):
+            rows.append((acc, 0, I32_MIN, shift))
     acc, bias, mult, shift = (np.array(c) for c in zip(*rows, strict=True))
     if rounding == "single":
         mult = np.where(mult < 0, 2**30, mult)
@@ -135,7 +139,10 @@ def test_requantizer_random(seed, rounding, record_property):
 
 @pytest.mark.parametrize("rounding", ["double", "single"])
 def test_requantizer_directed(seed, rounding):
-    for cfg in ({"output_offset": 127, "act_min": -128, "act_max": 127, "bypass": 0},
+    # (offset 0 as well: with +-127/128 the int32 wrap of the offset add sends INT32_MIN and the
+    # saturated INT32_MAX to the same clamped value, so a missed SRDHM saturation would pass)
+    for cfg in ({"output_offset": 0, "act_min": -128, "act_max": 127, "bypass": 0},
+                {"output_offset": 127, "act_min": -128, "act_max": 127, "bypass": 0},
                 {"output_offset": -128, "act_min": -5, "act_max": 6, "bypass": 0},
                 {"output_offset": 0, "act_min": -128, "act_max": 127, "bypass": 1}):
         check(directed_vectors(rounding), cfg, rounding, seed)
