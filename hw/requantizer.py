@@ -160,7 +160,18 @@ class Requantizer(wiring.Component):
             # Stages 4-6: partial products of pre * multiplier (in the DSPs); note the one
             # saturating operand pair.
             hh, hl, lh, ll = partial_products(pre, mult2)
-            overflow = carry(stage("overflow", 1, (pre == INT32_MIN) & (mult2 == INT32_MIN)), 4, "overflow")
+            # The test for that pair reads neither `pre` nor `mult2`, whose registers sit at the DSPs'
+            # inputs: stage 3 tests `mult2a` and the 4-bit groups of `pre_a`, stage 4 finds whether
+            # pre == INT32_MIN, i.e. pre_a's bit 31 - 4 * left_hi set and every bit below it clear
+            # (the bits shifted in are zeros), stage 5 combines the two.
+            groups = range(8)
+            zero = stage("pre_zero", 8, Cat(*(pre_a[4 * g:4 * g + 4] == 0 for g in groups)))
+            top = stage("pre_top", 8, Cat(*(pre_a[4 * g:4 * g + 4] == 0b1000 for g in groups)))
+            left_hi4 = stage("left_hi4", 3, left_hi)
+            mult_min = carry(stage("mult_min", 1, mult2a == INT32_MIN), 1, "mult_min")
+            pre_min = stage("pre_min", 1, Cat(*((left_hi4 == v) & top[7 - v] & zero[:7 - v].all()
+                                                for v in range(8))).any())
+            overflow = carry(stage("overflow", 1, pre_min & mult_min), 3, "overflow")
             # SaturatingRoundingDoublingHighMul = (prod + nudge) / 2**31 truncated toward zero, which
             # for either sign of prod equals floor((prod + 2**30) / 2**31): ties go toward +inf.
             # Stage 7: fold the rounding constant 2**30 into the low partial product; decode the
@@ -183,8 +194,11 @@ class Requantizer(wiring.Component):
             # Stage 9: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
             # (the saturation is the flip-flops' synchronous set/reset, not a multiplexer after the
             # adder; ECP5's set/reset acts whether or not the clock enable is high, so the set is
-            # "overflow and enabled": set under an enable would cost a LUT after the carry chain)
-            high = Signal(signed(32), name="high", reset_less=True)
+            # "overflow and enabled": set under an enable would cost a LUT after the carry chain.
+            # And the register's initial value is the value it is set to: an ECP5 flip-flop's
+            # initial value is its set/reset value, so with init 0 Yosys turned the set into an OR
+            # LUT between the carry chain and every flip-flop.)
+            high = Signal(signed(32), name="high", init=INT32_MAX, reset_less=True)
             saturate = Signal()
             m.d.comb += saturate.eq(overflow & en)
             with m.If(saturate):
