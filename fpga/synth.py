@@ -87,7 +87,8 @@ TARGETS = {
         "router": "router2",
         "ram": "distributed",
         "dsp": "ecp5",
-        "cells": "read_verilog -lib +/ecp5/cells_bb.v",
+        # (the black boxes of the primitives the ECP5 build instantiates: MULT18X18D, DP16KD)
+        "cells": "read_verilog -lib -specify +/lattice/cells_sim_ecp5.v +/lattice/cells_bb_ecp5.v",
         "dsp_cell": "MULT18X18D", "dsps_available": 156,
     },
     "ice40": {

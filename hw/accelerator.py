@@ -33,7 +33,7 @@ throttle a full-rate stream.
 import operator
 from functools import reduce
 
-from amaranth import Cat, Module, Mux, Signal, signed
+from amaranth import Cat, ClockSignal, Const, Instance, Module, Mux, Signal, signed
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -59,10 +59,11 @@ class Accelerator(wiring.Component):
     ``max_col_tiles`` (depth of the per-channel tables: N <= max_col_tiles * cols),
     ``ram`` ("distributed" or "block"): the ``ram_style`` attribute of the per-channel tables
     and the output FIFO, a synthesis hint only. "distributed" (LUT RAM) suits ECP5 and Xilinx,
-    where a block RAM's unregistered output (5.6 ns on ECP5) would cap Fmax near 150 MHz;
-    "block" suits iCE40, which has no LUT RAM.
-    ``dsp`` ("generic" or "ecp5"): how the multipliers are built (:mod:`hw.multiplier`); the
-    two are cycle-for-cycle identical.
+    where an inferred block RAM's unregistered output (5.8 ns on ECP5) would cap Fmax near
+    150 MHz; "block" suits iCE40, which has no LUT RAM.
+    ``dsp`` ("generic" or "ecp5"): how the multipliers are built (:mod:`hw.multiplier`) and,
+    with "ecp5", the per-channel tables too: ``DP16KD`` block RAMs with their output registers
+    (whatever ``ram`` says; see :class:`_ChannelTable`). The two are cycle-for-cycle identical.
     """
 
     def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed", dsp="generic"):
@@ -75,6 +76,8 @@ class Accelerator(wiring.Component):
             error = f"rounding must be 'double' or 'single', got {rounding!r}"
         elif not isinstance(max_col_tiles, int) or max_col_tiles < 1:
             error = f"max_col_tiles must be an integer >= 1, got {max_col_tiles!r}"
+        elif dsp == "ecp5" and max_col_tiles > _DP16KD_DEPTH:
+            error = f"max_col_tiles must be <= {_DP16KD_DEPTH} with dsp='ecp5' (one DP16KD deep), got {max_col_tiles}"
         for name, v in (("rows", rows), ("cols", cols)):
             if not isinstance(v, int) or v < 1:
                 error = f"{name} must be an integer >= 1, got {v!r}"
@@ -194,7 +197,7 @@ class Accelerator(wiring.Component):
 
         m.d.comb += self.cfg.ready.eq(1)
         for j, lane in enumerate(lanes):
-            m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram)
+            m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram, self.dsp)
             # Table writes land two cycles late through two per-lane copies of the cfg transfer
             # (dup_*): the first near the cfg port, the second near the table (the cfg port does
             # not fan out to every table's LUT RAM, and no route crosses the die into a LUT-RAM
@@ -370,6 +373,39 @@ class _RowFIFO(wiring.Component):
         return m
 
 
+# ECP5 block RAM tables (dsp="ecp5"): 1024 x 18 DP16KDs, as many as a table entry needs.
+_DP16KD_DEPTH = 1024
+_DP16KD_COUNT = -(-ChannelEntry.size // 18)
+
+
+def _dp16kd(w_addr, w_data, w_en, r_addr, r_data):
+    """One ECP5 ``DP16KD`` in 1024 x 18 mode: port A writes ``w_data`` at ``w_addr`` when
+    ``w_en``; port B reads ``r_addr`` into ``r_data`` two clock edges later (the read, then the
+    output register). Port wiring as Yosys' own DP16KD mapping (``brams_map_16kd.v``) for 18-bit
+    ports: the word address on AD[13:4], AD[1:0] the byte enables of a write, AD[3:2] zero."""
+    zero, one = Const(0, 1), Const(1, 1)
+    ports = {"i_CLKA": ClockSignal("sync"), "i_CLKB": ClockSignal("sync"),
+             "i_WEA": w_en, "i_WEB": zero, "i_CEA": one, "i_CEB": one, "i_OCEA": one, "i_OCEB": one,
+             "i_RSTA": zero, "i_RSTB": zero}
+    for port in "AB":
+        ports.update({f"i_CS{port}{n}": zero for n in range(3)})
+    for n, bit in enumerate((one, one, zero, zero)):
+        ports[f"i_ADA{n}"] = bit
+        ports[f"i_ADB{n}"] = zero
+    for n in range(10):
+        ports[f"i_ADA{n + 4}"] = w_addr[n] if n < len(w_addr) else zero
+        ports[f"i_ADB{n + 4}"] = r_addr[n] if n < len(r_addr) else zero
+    ports.update({f"i_DIA{n}": w_data[n] for n in range(18)})
+    ports.update({f"i_DIB{n}": zero for n in range(18)})
+    ports.update({f"o_DOB{n}": r_data[n] for n in range(18)})
+    return Instance(
+        "DP16KD",
+        p_DATA_WIDTH_A=18, p_DATA_WIDTH_B=18, p_REGMODE_A="NOREG", p_REGMODE_B="OUTREG",
+        p_RESETMODE="SYNC", p_ASYNC_RESET_RELEASE="SYNC", p_CSDECODE_A="0b000", p_CSDECODE_B="0b000",
+        p_WRITEMODE_A="NORMAL", p_WRITEMODE_B="NORMAL", p_GSR="DISABLED",
+        **ports)
+
+
 class _ChannelTable(wiring.Component):
     """One lane's per-channel table, read in three cycles: ``r_data`` is the entry at the
     ``r_addr`` of three cycles earlier; a write lands the cycle after ``w_en``, which has one bit
@@ -380,11 +416,16 @@ class _ChannelTable(wiring.Component):
     cell deep), each with its own copy of the read address (dup_*, kept apart by fpga.synth);
     cycle 1 registers the address copies, cycle 2 reads every bank into a register that is zero
     unless the entry is in that bank, cycle 3 ORs the banks' registers.
-    With ``ram="block"`` it is one memory and the third cycle is a plain register."""
+    With ``ram="block"`` it is one memory and the third cycle is a plain register. With
+    ``dsp="ecp5"`` it is four ``DP16KD`` block RAMs (1024 x 18 each, written on port A, read on
+    port B) whose output registers are the third cycle; a table write and a read of the same
+    entry must not fall in one cycle (the host writes the tables before a layer's steps).
+    (In LUT RAM the 8x8's tables were 576 of its 896 LUT-RAM cells, and their address nets the
+    worst routes once the bank selects were gone: 6.6-7.2 ns.)"""
 
-    def __init__(self, depth, ram):
-        self.depth, self.ram = depth, ram
-        self.banks = -(-depth // _BANK) if ram == "distributed" else 1
+    def __init__(self, depth, ram, dsp="generic"):
+        self.depth, self.ram, self.dsp = depth, ram, dsp
+        self.banks = -(-depth // _BANK) if ram == "distributed" and dsp != "ecp5" else 1
         super().__init__({"w_addr": In(range(depth)), "w_data": In(ChannelEntry), "w_en": In(self.banks),
                           "r_addr": In(range(depth)), "r_data": Out(ChannelEntry)})
 
@@ -396,6 +437,19 @@ class _ChannelTable(wiring.Component):
         m = Module()
         r_data = Signal(ChannelEntry, reset_less=True)
         m.d.comb += self.r_data.eq(r_data)
+        if self.dsp == "ecp5":
+            # Cycle 1 the fabric address register, cycle 2 the block RAM's read, cycle 3 its
+            # output register (REGMODE OUTREG: Yosys never enables it, and without it nextpnr
+            # times the DP16KD's clock-to-out at 5.8 ns). Four 1024 x 18 RAMs side by side.
+            addr = Signal(range(self.depth), name="dup_addr0", reset_less=True)
+            m.d.sync += addr.eq(self.r_addr)
+            w_data = Cat(self.w_data.as_value(), Const(0, 18 * _DP16KD_COUNT - ChannelEntry.size))
+            r_data_bits = Signal(18 * _DP16KD_COUNT)
+            m.d.comb += r_data.eq(r_data_bits[:ChannelEntry.size])
+            for k in range(_DP16KD_COUNT):
+                m.submodules[f"bram{k}"] = _dp16kd(self.w_addr, w_data[18 * k:18 * k + 18], self.w_en[0],
+                                                   addr, r_data_bits[18 * k:18 * k + 18])
+            return m
         if self.banks == 1:
             mem = Memory(shape=ChannelEntry, depth=self.depth, init=[], attrs={"ram_style": self.ram})
             m.submodules.bank0 = mem

@@ -11,7 +11,7 @@ import pathlib
 
 from hw.export import export
 
-from .ecp5_models import write_mult18x18d_model
+from .ecp5_models import write_ecp5_models
 from .tools import simulator_env
 
 __all__ = ["build_dir", "run_tb"]
@@ -43,7 +43,7 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
     verilog = export(rows, cols, rounding, out_dir=build, max_col_tiles=max_col_tiles, dsp=dsp)
     sources = [str(verilog)]
     if dsp == "ecp5":
-        sources.append(str(write_mult18x18d_model(build)))
+        sources += [str(path) for path in write_ecp5_models(build)]
     results = build / "results.jsonl"
     results.unlink(missing_ok=True)
     env = {

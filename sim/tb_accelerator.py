@@ -258,6 +258,9 @@ def directed_problems(rng):
     p = random_problem(rng, ROWS, 5, COLS)
     p.bias = np.full(COLS, 2**31 - 1, np.int32)  # bias add wraps
     problems.append(p)
+    # K = 1: tiles back to back at the shortest period, each row tile crossing several column
+    # tiles, so every result row reads a different table entry from the row before it.
+    problems.append(random_problem(rng, 2 * ROWS + 1, 1, min(3 * COLS + 1, MAX_COL_TILES * COLS)))
     return problems
 
 

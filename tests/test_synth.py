@@ -35,7 +35,9 @@ def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
     cells = json.loads((tmp_path / "ecp5_2x2_double" / "top.json").read_text())["modules"]["top"]["cells"]
     assert {c["attributes"].get("BEL") for c in cells.values() if c["type"] == "MULT18X18D"} == \
         set(ecp5_floorplan(2, 2).values())
-    assert result["brams"] == 0  # tables and FIFO in LUT RAM (ram="distributed")
+    # the per-channel tables in DP16KD block RAMs (four per lane, dsp="ecp5"), the FIFOs in LUT RAM
+    assert result["brams"] == 4 * 2 == result["yosys_cells"]["DP16KD"]
+    assert result["yosys_cells"]["TRELLIS_DPR16X4"] > 0
     low, high = wrapper_ffs(2, 2, result["max_col_tiles"])
     assert low <= result["wrapper"]["ffs"] <= high
     assert 0 < result["core"]["luts"] < result["luts"]
