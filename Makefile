@@ -21,7 +21,7 @@ BLOCK ?= accelerator
 SEED ?= 1
 # ECP5 multiplier floorplan for `make synth` (fpga/floorplan.py): 1 (default) or 0 (nextpnr places them)
 FLOORPLAN ?= 1
-# Multipliers for `make verilog`: generic (portable) or ecp5 (MULT18X18D primitives)
+# Primitives for `make verilog`: generic (portable) or ecp5 (MULT18X18D multipliers, DP16KD tables)
 DSP ?= generic
 VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 

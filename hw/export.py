@@ -28,7 +28,7 @@ def main(argv=None):
     parser.add_argument("--rounding", choices=["double", "single"], default="double")
     parser.add_argument("--max-col-tiles", type=int, default=64, help="per-channel table depth (N <= this * cols)")
     parser.add_argument("--dsp", choices=["generic", "ecp5"], default="generic",
-                        help="multipliers: portable (default) or ECP5 MULT18X18D primitives with their registers")
+                        help="portable (default) or the ECP5 build: MULT18X18D multipliers and DP16KD tables")
     parser.add_argument("--out-dir", default="build/verilog")
     args = parser.parse_args(argv)
     if args.rows < 1 or args.cols < 1:

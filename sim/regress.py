@@ -21,7 +21,7 @@ from .runner import ROOT, run_tb
 SHAPES = [(1, 1), (2, 3), (4, 4), (8, 8)]
 CONFIGS = ([("icarus", r, c, rnd, "generic") for r, c in SHAPES for rnd in ("double", "single")]
            + [("verilator", r, c, rnd, "generic") for r, c in [*SHAPES, (16, 16)] for rnd in ("double", "single")]
-           # The ECP5 build (MULT18X18D primitives, simulated with sim/ecp5_models.py's model).
+           # The ECP5 build (MULT18X18D and DP16KD primitives, simulated with sim/ecp5_models.py's models).
            + [("icarus", 4, 4, "double", "ecp5")]
            + [("verilator", 8, 8, rnd, "ecp5") for rnd in ("double", "single")])
 # Real models, every MAC layer on the RTL (Verilator, 8x8): (model, steps).

@@ -11,7 +11,7 @@ CONFIGS = [  # (simulator, rows, cols, rounding, dsp)
     ("icarus", 2, 3, "single", "generic"),
     ("verilator", 2, 3, "double", "generic"),
     ("verilator", 4, 4, "single", "generic"),
-    # The ECP5 build (MULT18X18D primitives, with sim/ecp5_models.py's model of the primitive).
+    # The ECP5 build (MULT18X18D and DP16KD primitives, with sim/ecp5_models.py's models).
     ("icarus", 2, 2, "double", "ecp5"),
     ("verilator", 3, 2, "single", "ecp5"),
 ]
