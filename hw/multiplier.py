@@ -1,4 +1,5 @@
-"""Registered signed multiplier: the one place where the RTL names an FPGA primitive.
+"""Registered signed multiplier: where the RTL names the ECP5 DSP primitive (and, for the ECP5
+build's tables, :mod:`hw.accelerator` names DP16KD).
 
 ``p = a * b`` with both operands and the product registered, and the product registered
 once more (latency 3, one product per cycle, every register advances when ``en`` is high).

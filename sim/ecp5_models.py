@@ -67,11 +67,15 @@ endmodule
 """
 
 
-def write_mult18x18d_model(out_dir):
-    path = pathlib.Path(out_dir) / "ecp5_mult18x18d_model.v"
+def _write(out_dir, name, text):
+    path = pathlib.Path(out_dir) / name
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_model())
+    path.write_text(text)
     return path
+
+
+def write_mult18x18d_model(out_dir):
+    return _write(out_dir, "ecp5_mult18x18d_model.v", _model())
 
 
 # DP16KD as hw.accelerator's per-channel tables use it (per Lattice's memory usage guide, TN1264):
@@ -138,10 +142,7 @@ endmodule
 
 
 def write_dp16kd_model(out_dir):
-    path = pathlib.Path(out_dir) / "ecp5_dp16kd_model.v"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(_dp16kd_model())
-    return path
+    return _write(out_dir, "ecp5_dp16kd_model.v", _dp16kd_model())
 
 
 def write_ecp5_models(out_dir):
