@@ -185,9 +185,10 @@ class Accelerator(wiring.Component):
 
         # Lookup (the array row waits three cycles alongside): a cycle to copy the row's
         # column-tile index into address registers of each lane's table, a cycle to read it, a
-        # cycle to pick the bank (see _ChannelTable). Each address register drives one bank of
-        # one table: a register driving a whole 64-deep LUT-RAM table cost 9 ns of routing on
-        # 8x8, one shared by every table 11 ns.
+        # cycle to combine the banks (or, in DP16KD, the RAM's output register; see
+        # _ChannelTable). In LUT RAM each address register drives one bank of one table: a
+        # register driving a whole 64-deep LUT-RAM table cost 9 ns of routing on 8x8, one
+        # shared by every table 11 ns.
         lk_valid, lk_data = array.row_valid, array.row_data
         for n in range(self._LOOKUP_LATENCY):
             valid = Signal(name=f"lk_valid{n + 1}")
