@@ -123,12 +123,13 @@ class Accelerator(wiring.Component):
 
     # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
     # lookup), and from a FIFO write to ``res.valid`` (on an empty queue).
-    _INPUT_LATENCY, _LOOKUP_LATENCY, _FIFO_LATENCY = 1, 3, 2
+    _INPUT_LATENCY, _LOOKUP_LATENCY, _TRANSIT_LATENCY = 1, 3, 1
 
     @property
     def _row_latency(self):
         """Cycles from a tile's last step accepted to its row 0 being written into the output FIFO."""
-        return self._INPUT_LATENCY + self._array.latency + self._LOOKUP_LATENCY + self._lanes[0].latency
+        return (self._INPUT_LATENCY + self._array.latency + self._LOOKUP_LATENCY + self._lanes[0].latency
+                + self._TRANSIT_LATENCY)
 
     @property
     def latency(self):
@@ -137,15 +138,15 @@ class Accelerator(wiring.Component):
         Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
         later rows, three cycles of table lookup, the requantizer pipeline and the output FIFO.
         """
-        return self._row_latency + self.rows - 1 + self._FIFO_LATENCY
+        return self._row_latency + self.rows - 1 + _OutputFIFO.LATENCY
 
     @property
     def fifo_depth(self):
         """Rows the output FIFO holds: every row in flight when tiles of ``min_tile_steps`` follow each
         other at full rate (a tile's rows are reserved from its first step to their read), plus slack."""
         period = self.min_tile_steps
-        in_flight = -(-(period + self._row_latency + self.rows + self._FIFO_LATENCY) // period) + 1
-        return 1 << (in_flight * self.rows - 1).bit_length()  # the next power of two
+        in_flight = -(-(period + self._row_latency + self.rows + _OutputFIFO.LATENCY) // period) + 1
+        return in_flight * self.rows
 
     def cycles(self, m, k, n):
         """Cycles of a full-rate GEMM from the first step accepted to the last result transferred."""
@@ -157,16 +158,25 @@ class Accelerator(wiring.Component):
         R, C = self.rows, self.cols
         m.submodules.array = array = self._array
 
-        # Output FIFO of result rows, fed by the requantizer lanes (all in lockstep, never stalled).
-        # A written row reaches ``res`` two cycles later; the FIFO holds fifo_depth + 1 rows.
-        # One 32-bit FIFO per lane, all in lockstep: each has its own addresses and state (named
-        # dup_*, kept apart by fpga.synth), so no address drives every lane's LUT RAM.
-        ram_attrs = {"ram_style": self.ram}
+        # Output FIFOs of result rows, one per lane (all in lockstep, each with its own state,
+        # named dup_* and kept apart by fpga.synth), fed by the requantizer lanes (never stalled)
+        # through _TRANSIT_LATENCY free-running registers, so a FIFO need not sit beside its lane.
+        # A row written reaches ``res`` _OutputFIFO.LATENCY cycles later on an empty FIFO.
         lanes = self._lanes
-        fifos = [_RowFIFO(width=32, depth=self.fifo_depth, attrs=ram_attrs) for _ in range(C)]
+        fifos = [_OutputFIFO(width=32, depth=self.fifo_depth, ram=self.ram, dsp=self.dsp) for _ in range(C)]
         for j, (lane, fifo) in enumerate(zip(lanes, fifos, strict=True)):
-            m.submodules[f"requant{j}"] = lane
             m.submodules[f"fifo{j}"] = fifo
+            t_valid, t_data = lane.o.valid, lane.o.payload
+            for n in range(self._TRANSIT_LATENCY):
+                valid = Signal(name=f"dup_transit_valid{j}_{n + 1}")
+                data_ = Signal(32, name=f"transit_data{j}_{n + 1}", reset_less=True)
+                m.d.sync += [valid.eq(t_valid), data_.eq(t_data)]
+                t_valid, t_data = valid, data_
+            m.d.comb += [fifo.w_data.eq(t_data), fifo.w_en.eq(t_valid),
+                         self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
+        m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
+        for j, lane in enumerate(lanes):
+            m.submodules[f"requant{j}"] = lane
             # The per-layer settings reach each lane through its own registers (dup_*): they are
             # stable while a layer runs, and a shared input would fan out to every lane.
             settings = [self.output_offset, self.act_min, self.act_max, self.bypass]
@@ -174,14 +184,7 @@ class Accelerator(wiring.Component):
                      for s, name in zip(settings, ("output_offset", "act_min", "act_max", "bypass"), strict=True)]
             m.d.sync += [dst.eq(src) for dst, src in zip(local, settings, strict=True)]
             m.d.comb += [lane.output_offset.eq(local[0]), lane.act_min.eq(local[1]),
-                         lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1),
-                         fifo.w_data.eq(lane.o.payload), fifo.w_en.eq(lane.o.valid),
-                         self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
-        m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
-
-        # (`res.ready` drives every FIFO's read logic, across the die on ECP5. A two-row register
-        # slice before `res` was tried: its 256-bit registers, fed from FIFOs spread along a DSP
-        # row, put their select net on the critical path instead, at 111-115 MHz against 130-134.)
+                         lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1)]
 
         # Lookup (the array row waits three cycles alongside): a cycle to copy the row's
         # column-tile index into address registers of each lane's table, a cycle to read it, a
@@ -294,83 +297,123 @@ _BANK = 1 << _BANK_BITS
 class _RowFIFO(wiring.Component):
     """Synchronous FIFO with a registered output, like :class:`SyncFIFOBuffered` (a write into an
     empty queue is readable two cycles later; holds ``depth + 1`` entries), but with the storage
-    memory's attributes under our control (``ram_style``), and a write must not come while
-    ``w_rdy`` is low (the accelerator's credits ensure it). ``depth`` is a power of two.
-
-    With ``ram_style="distributed"`` and more than 16 entries the storage is split into banks of
-    16 (one ECP5 LUT-RAM cell deep), read asynchronously, each addressed by its own copy of the
-    read pointer (dup_*): one pointer driving every LUT-RAM cell of a 64-deep FIFO cost 5.9 ns of
-    routing on 8x8. The output register takes the bank picked by another copy."""
+    memory's attributes under our control (``ram_style``); a write must not come when it is full
+    (its user, :class:`_OutputFIFO`, counts what it sends). ``depth`` is a power of two; at 16
+    the memory is one ECP5 LUT-RAM cell deep."""
 
     def __init__(self, *, width, depth, attrs):
         assert depth & (depth - 1) == 0, depth
         self.width, self.depth, self._attrs = width, depth, attrs
-        self.banks = depth // _BANK if attrs.get("ram_style") == "distributed" and depth > _BANK else 1
-        super().__init__({"w_data": In(width), "w_en": In(1), "w_rdy": Out(1),
-                          "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
+        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         # wrap at depth; dup_: several FIFOs run in lockstep and must keep their own copies
         produce = Signal(range(self.depth), name="dup_produce")
-        level = Signal(range(self.depth + 1), name="dup_level")  # entries in the memory (not counting r_data)
+        consume = Signal(range(self.depth), name="dup_consume")
         r_rdy = Signal(name="dup_r_rdy")
-        # level != 0, as a register updated with level (no compare in front of the read enables)
+        # entries in the memory (not counting r_data) != 0, as a register (no compare in front of
+        # the read enables)
+        level = Signal(range(self.depth + 1), name="dup_level")
         nonempty = Signal(name="dup_nonempty")
-        do_write, do_read = Signal(), Signal()
-        m.d.comb += [
-            # The writer (the lanes) never writes into a full FIFO: the accelerator's credits
-            # guarantee room. So the write is not gated by `w_rdy` (which would put the level
-            # compare in front of every LUT-RAM cell's write enable); `w_rdy` only reports it.
-            self.w_rdy.eq(level != self.depth),
-            do_write.eq(self.w_en),
-            self.r_rdy.eq(r_rdy),
-            do_read.eq(nonempty & (~r_rdy | self.r_en)),
-        ]
-        with m.If(do_write):
+        do_read = Signal()
+        m.d.comb += [self.r_rdy.eq(r_rdy), do_read.eq(nonempty & (~r_rdy | self.r_en))]
+        with m.If(self.w_en):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
-            m.d.sync += r_rdy.eq(1)
+            m.d.sync += [consume.eq(consume + 1), r_rdy.eq(1)]
         with m.Elif(self.r_en):
             m.d.sync += r_rdy.eq(0)
-        with m.If(do_write & ~do_read):
+        with m.If(self.w_en & ~do_read):
             m.d.sync += [level.eq(level + 1), nonempty.eq(1)]
-        with m.Elif(do_read & ~do_write):
+        with m.Elif(do_read & ~self.w_en):
             m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
 
-        def read_pointer(name, depth):
-            consume = Signal(range(depth), name=name)  # wraps at depth
-            with m.If(do_read):
-                m.d.sync += consume.eq(consume + 1)
-            return consume
-
+        m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[], attrs=self._attrs)
+        wp, rp = storage.write_port(), storage.read_port(domain="comb")
+        m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(self.w_en), rp.addr.eq(consume)]
         r_data = Signal(self.width, reset_less=True)
         m.d.comb += self.r_data.eq(r_data)
-        if self.banks == 1:
-            m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[],
-                                                    attrs=self._attrs)
-            wp, rp = storage.write_port(), storage.read_port(domain="comb")
-            consume = read_pointer("dup_consume", self.depth)
-            m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(do_write), rp.addr.eq(consume)]
-            with m.If(do_read):
-                m.d.sync += r_data.eq(rp.data)
-            return m
+        with m.If(do_read):
+            m.d.sync += r_data.eq(rp.data)
+        return m
 
-        reads = []
-        for b in range(self.banks):
-            bank = Memory(shape=self.width, depth=_BANK, init=[], attrs=self._attrs)
-            m.submodules[f"bank{b}"] = bank
-            wp, rp = bank.write_port(), bank.read_port(domain="comb")
-            # each bank's copy holds only the offset within a bank (the low bits of the pointer)
-            consume = read_pointer(f"dup_consume{b}", _BANK)
-            m.d.comb += [wp.addr.eq(produce[:_BANK_BITS]), wp.data.eq(self.w_data),
-                         wp.en.eq(do_write & (produce[_BANK_BITS:] == b)), rp.addr.eq(consume)]
-            reads.append(rp.data)
-        select = read_pointer("dup_consume_bank", self.depth)
-        with m.If(do_read), m.Switch(select[_BANK_BITS:]):
-            for b, read in enumerate(reads):
-                with m.Case(b):
-                    m.d.sync += r_data.eq(read)
+
+class _OutputFIFO(wiring.Component):
+    """One lane's output FIFO: ``depth`` rows in a memory read in two cycles, then a
+    :class:`_RowFIFO` of ``QUEUE`` rows (LUT RAM) that holds what has been read and feeds ``res``.
+
+    Rows move from the memory to the queue by credit: a row is *issued* (read from the memory)
+    when the memory holds one and fewer than ``QUEUE`` issued rows are still unread at
+    ``r_data``, so ``r_en`` (``res.ready``) reaches only the queue's read side and a counter,
+    not the memory. The memory reads every cycle and never stalls; a valid bit travels with an
+    issued row's two-cycle read. With ``dsp="ecp5"`` the memory is two ``DP16KD`` block RAMs
+    (1024 x 18, with their output registers as the second read cycle), otherwise an inferred
+    memory (``ram_style`` = ``ram``) with a synchronous read port and a register.
+
+    Same interface as :class:`_RowFIFO`: a row written (``w_en``) in cycle c is at ``r_data``
+    with ``r_rdy`` in cycle c + ``LATENCY`` when the FIFO is empty; a write must not come when
+    ``depth`` rows are in the FIFO (the accelerator's credits ensure it)."""
+
+    LATENCY = 5   # issue 1, memory read 2, queue 2
+    QUEUE = _BANK
+
+    def __init__(self, *, width, depth, ram, dsp):
+        self.width, self.depth, self.ram, self.dsp = width, depth, ram, dsp
+        self.mem_depth = 1 << (depth - 1).bit_length()  # a power of two: the pointers wrap by themselves
+        if dsp == "ecp5":
+            assert self.mem_depth <= _DP16KD_DEPTH, depth
+        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
+
+    def elaborate(self, platform):
+        m = Module()
+        M, Q = self.mem_depth, self.QUEUE
+        m.submodules.queue = queue = _RowFIFO(width=self.width, depth=Q, attrs={"ram_style": self.ram})
+        # (dup_: the lanes' FIFOs run in lockstep; Yosys would merge their identical registers)
+        produce = Signal(range(M), name="dup_produce")
+        consume = Signal(range(M), name="dup_consume")
+        level = Signal(range(M + 1), name="dup_level")  # rows in the memory, not yet issued
+        nonempty = Signal(name="dup_nonempty")  # level != 0, as a register
+        issued = Signal(range(Q + 1), name="dup_issued")  # rows issued and not yet read from r_data
+        room = Signal(init=1, name="dup_room")  # issued < Q, as a register
+        issue, read = Signal(), Signal()
+        m.d.comb += [issue.eq(nonempty & room), read.eq(self.r_en & queue.r_rdy)]
+        with m.If(self.w_en):
+            m.d.sync += produce.eq(produce + 1)
+        with m.If(issue):
+            m.d.sync += consume.eq(consume + 1)
+        with m.If(self.w_en & ~issue):
+            m.d.sync += [level.eq(level + 1), nonempty.eq(1)]
+        with m.Elif(issue & ~self.w_en):
+            m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
+        with m.If(issue & ~read):
+            m.d.sync += [issued.eq(issued + 1), room.eq(issued < Q - 1)]
+        with m.Elif(read & ~issue):
+            m.d.sync += [issued.eq(issued - 1), room.eq(1)]
+
+        # The memory: written at `produce`, read every cycle at `consume`; the row read arrives
+        # two cycles after its issue, with the issue's valid bit delayed alongside.
+        out = Signal(self.width)
+        if self.dsp == "ecp5":
+            w_data = Cat(self.w_data, Const(0, 36 - self.width))
+            r_data = Signal(36)
+            m.d.comb += out.eq(r_data[:self.width])
+            for k in range(2):
+                m.submodules[f"bram{k}"] = _dp16kd(produce, w_data[18 * k:18 * k + 18], self.w_en,
+                                                   consume, r_data[18 * k:18 * k + 18])
+        else:
+            m.submodules.storage = storage = Memory(shape=self.width, depth=M, init=[],
+                                                    attrs={"ram_style": self.ram})
+            wp, rp = storage.write_port(), storage.read_port()
+            m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(self.w_en), rp.addr.eq(consume)]
+            out_reg = Signal(self.width, reset_less=True)
+            m.d.sync += out_reg.eq(rp.data)
+            m.d.comb += out.eq(out_reg)
+        arrived = Signal(name="dup_arrived")
+        reading = Signal(name="dup_reading")
+        m.d.sync += [reading.eq(issue), arrived.eq(reading)]
+        m.d.comb += [queue.w_data.eq(out), queue.w_en.eq(arrived),
+                     self.r_data.eq(queue.r_data), self.r_rdy.eq(queue.r_rdy), queue.r_en.eq(self.r_en)]
         return m
 
 
