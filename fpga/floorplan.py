@@ -1,4 +1,5 @@
-"""DSP floorplan for the LFE5U-85F: where each MAC cell's and each lane's MULT18X18D goes.
+"""Floorplan for the LFE5U-85F: where each MAC cell's and each lane's MULT18X18D goes, and each
+lane's block RAMs (table and output FIFO).
 
 The LFE5U-85F has its 156 MULT18X18D sites in three rows across the die (Y = 10, 34 and 58,
 52 sites each, at the X positions below; read from nextpnr's placement of a design using all
@@ -14,11 +15,17 @@ The floorplan follows the dataflow instead:
 * columns fill the middle row (Y = 34) left to right, then the top row (Y = 58) right to left,
   so the activations crossing from one row to the next go straight up at the right edge;
 * each requantizer lane takes four consecutive sites of the bottom row (Y = 10), as close to
-  below its column as the free sites allow.
+  below its column as the free sites allow;
+* each lane's per-channel table (four DP16KDs) on consecutive block RAM sites of the row above
+  the lanes (Y = 22), as close to above its lane as the free sites allow; the output FIFOs'
+  block RAMs (two per lane) side by side in the middle of the row between the array's rows
+  (Y = 46), so that the FIFOs' queues, which ``res.ready`` reaches, are near each other (left to
+  the placer, they followed their lanes across 110 columns).
 
 It applies when the array fits in two rows and the lanes in the third (``rows * cols <= 104``
 with whole columns per row, ``4 * cols <= 52``: every ECP5 configuration of the scaling set);
-otherwise :func:`ecp5_floorplan` returns None and nextpnr places the multipliers itself.
+otherwise :func:`ecp5_floorplan` returns None and nextpnr places the multipliers itself. The
+block RAMs are placed when the tables and the FIFOs fit their rows (they do up to 10x10).
 Constraints are nextpnr ``BEL`` attributes on the synthesized netlist's cells.
 """
 
@@ -42,7 +49,8 @@ def _site(x, y):
 
 
 def ecp5_floorplan(rows, cols, block="accelerator"):
-    """``{cell name: bel}`` for the MULT18X18D cells of a ``block`` (see :mod:`fpga.synth`), or None."""
+    """``{cell name: bel}`` for the MULT18X18D (and, for the accelerator, DP16KD) cells of a ``block``
+    (see :mod:`fpga.synth`), or None."""
     per_row = len(_XS) // rows
     has_array, has_lanes = block in ("accelerator", "array"), block in ("accelerator", "lane")
     if has_array and (per_row == 0 or cols > per_row * len(_ARRAY_ROWS)):
@@ -71,6 +79,48 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
             for n, name in enumerate(_PARTIALS):
                 free[start + n] = False
                 plan[f"{prefix}mul_{name}.dsp"] = _site(_XS[start + n], _LANE_ROW)
+    if block == "accelerator":
+        lane_x = [sum(int(plan[f"core.requant{j}.mul_{p}.dsp"].split("/")[0][1:]) for p in _PARTIALS) / 4
+                  for j in range(cols)]
+        plan.update(_bram_plan(lane_x))
+    return plan
+
+
+# DP16KD sites of the LFE5U-85F (four rows of 52, each group of four beside a group of four
+# multiplier sites): X position -> bel name.
+_EBR_BELS = {base + offset: f"EBR{n}" for base in (4, 13, 22, 31, 40, 49, 58, 69, 78, 87, 96, 105, 114)
+             for n, offset in enumerate((0, 2, 4, 6))}
+_EBR_XS = sorted(_EBR_BELS)
+_TABLE_ROW, _FIFO_ROW = 22, 46
+_TABLE_BRAMS = 4
+
+
+def _bram_plan(lane_x):
+    """Block RAM sites: each lane's table (four DP16KDs) on consecutive sites of the row above the
+    lanes, as close to above the lane as free sites allow; the output FIFOs (two per lane) on
+    consecutive sites in the middle of the row between the array's two rows, in the lanes' order, so
+    every lane's queue, and with them the ``res.ready`` net, sits in a band a few dozen columns
+    wide."""
+    plan = {}
+    free = [True] * len(_EBR_XS)
+    for j, want in enumerate(lane_x):
+        starts = [s for s in range(len(_EBR_XS) - _TABLE_BRAMS + 1) if all(free[s:s + _TABLE_BRAMS])]
+        if not starts:
+            return {}
+        start = min(starts, key=lambda s: abs(sum(_EBR_XS[s:s + _TABLE_BRAMS]) / _TABLE_BRAMS - want))
+        for k in range(_TABLE_BRAMS):
+            free[start + k] = False
+            x = _EBR_XS[start + k]
+            plan[f"core.table{j}.bram{k}"] = f"X{x}/Y{_TABLE_ROW}/{_EBR_BELS[x]}"
+    count = 2 * len(lane_x)
+    if count > len(_EBR_XS):
+        return {}
+    start = (len(_EBR_XS) - count) // 2
+    xs = _EBR_XS[start:start + count]
+    for n, j in enumerate(sorted(range(len(lane_x)), key=lambda j: lane_x[j])):  # in the lanes' order
+        for k in range(2):
+            x = xs[2 * n + k]
+            plan[f"core.fifo{j}.bram{k}"] = f"X{x}/Y{_FIFO_ROW}/{_EBR_BELS[x]}"
     return plan
 
 

@@ -7,8 +7,8 @@
    every core port behind an 8-bit bus, see :mod:`hw.narrow_io`);
 2. synthesizes it with Yosys (``synth_ecp5`` / ``synth_ice40 -dsp``), and the wrapper alone
    (core as a black box) to report the wrapper's own cost;
-3. on ECP5, fixes the multipliers' sites (:mod:`fpga.floorplan`; ``--no-floorplan`` leaves
-   them to the placer), then places and routes with nextpnr for the LFE5U-85F (CABGA381) or the iCE40 UP5K (SG48)
+3. on ECP5, fixes the multipliers' and block RAMs' sites (:mod:`fpga.floorplan`; ``--no-floorplan``
+   leaves them to the placer), then places and routes with nextpnr for the LFE5U-85F (CABGA381) or the iCE40 UP5K (SG48)
    at a target clock, reading the routed Fmax and the critical path from nextpnr's report;
 4. writes ``build/synth/<target>_<R>x<C>_<rounding>.json`` and prints a table.
 
@@ -201,7 +201,7 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
                out_dir="build/synth", block="accelerator", floorplan=True, log=print):
     """Run the flow for one configuration; return the report dict (also written as JSON).
 
-    ``floorplan``: on ECP5, fix the multipliers' sites with :func:`fpga.floorplan.ecp5_floorplan`
+    ``floorplan``: on ECP5, fix the multipliers' and block RAMs' sites with :func:`fpga.floorplan.ecp5_floorplan`
     (when the configuration has one); False leaves them to nextpnr's placer."""
     if target not in TARGETS:
         raise SynthError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
@@ -269,7 +269,7 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
     plan = ecp5_floorplan(rows, cols, block) if floorplan and target == "ecp5" else None
     result["floorplan"] = apply_floorplan(work / "top.json", plan) if plan else None
     if plan:
-        log(f"[{name}] floorplan: {result['floorplan']} multipliers on fixed sites")
+        log(f"[{name}] floorplan: {result['floorplan']} multipliers and block RAMs on fixed sites")
     pins_file, pins_text = spec["pins"]
     (work / pins_file).write_text(pins_text)
     log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}) ...")
@@ -394,7 +394,8 @@ def main(argv=None):
                         help="place and route the accelerator (default), the MAC array alone, or one "
                              "requantizer lane alone (rows/cols ignored)")
     parser.add_argument("--no-floorplan", action="store_true",
-                        help="ECP5: leave the multipliers' sites to nextpnr (default: fpga.floorplan fixes them)")
+                        help="ECP5: leave the multipliers' and block RAMs' sites to nextpnr (default: fpga.floorplan "
+                             "fixes them)")
     parser.add_argument("--scaling", action="store_true",
                         help="all targets: 2x2, 4x4, 8x8 and the largest that fits; writes scaling.json/.png")
     args = parser.parse_args(argv)

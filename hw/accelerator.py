@@ -4,7 +4,9 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 
 1. Set the per-layer inputs: ``k_steps`` (K >= 1), ``n_tiles`` (column tiles,
    ceil(N / cols)), ``output_offset`` (output zero point), ``act_min``/``act_max`` and
-   ``bypass``. They must stay stable while a layer runs.
+   ``bypass``. They must stay stable while a layer runs, from at least one cycle before its
+   first step (the accelerator keeps values derived from them in registers) to its last
+   result.
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
@@ -25,9 +27,12 @@ Flow control without a global stall: the array and the requantizer lanes never s
 cycles travel through them as invalid steps); finished rows go into an output FIFO of
 :attr:`Accelerator.fifo_depth` rows that feeds ``res``. A tile's first step is accepted only
 when the FIFO has room for all rows of the tiles in flight plus this one's (a credit
-counter), so backpressure on ``res`` fills the FIFO and then holds ``act``/``wts`` off;
-nothing is lost, duplicated or reordered. The depth is chosen so that credits never
-throttle a full-rate stream.
+counter, whose rows read from ``res`` come back through two registers), so backpressure on
+``res`` fills the FIFO and then holds ``act``/``wts`` off; nothing is lost, duplicated or
+reordered. The depth is chosen so that credits never throttle a full-rate stream. The FIFO
+is one per lane, in lockstep: rows in a memory (block RAM on ECP5) moved by credit into a
+16-row queue that ``res`` reads (:class:`_OutputFIFO`), so ``res.ready`` reaches only the
+queues.
 """
 
 import operator
@@ -122,8 +127,10 @@ class Accelerator(wiring.Component):
         return self._array.min_tile_steps
 
     # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
-    # lookup), and from a FIFO write to ``res.valid`` (on an empty queue).
-    _INPUT_LATENCY, _LOOKUP_LATENCY, _TRANSIT_LATENCY = 1, 3, 1
+    # lookup), from a lane's output to its FIFO (registers: the FIFOs' block RAMs sit in the
+    # middle of the die on ECP5, see fpga.floorplan), and from a read on ``res`` to its credit.
+    _INPUT_LATENCY, _LOOKUP_LATENCY, _TRANSIT_LATENCY = 1, 4, 2
+    _CREDIT_RETURN = 2
 
     @property
     def _row_latency(self):
@@ -145,7 +152,8 @@ class Accelerator(wiring.Component):
         """Rows the output FIFO holds: every row in flight when tiles of ``min_tile_steps`` follow each
         other at full rate (a tile's rows are reserved from its first step to their read), plus slack."""
         period = self.min_tile_steps
-        in_flight = -(-(period + self._row_latency + self.rows + _OutputFIFO.LATENCY) // period) + 1
+        held = period + self._row_latency + self.rows + _OutputFIFO.LATENCY + self._CREDIT_RETURN
+        in_flight = -(-held // period) + 1
         return in_flight * self.rows
 
     def cycles(self, m, k, n):
@@ -186,10 +194,10 @@ class Accelerator(wiring.Component):
             m.d.comb += [lane.output_offset.eq(local[0]), lane.act_min.eq(local[1]),
                          lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1)]
 
-        # Lookup (the array row waits three cycles alongside): a cycle to copy the row's
+        # Lookup (the array row waits four cycles alongside): a cycle to copy the row's
         # column-tile index into address registers of each lane's table, a cycle to read it, a
-        # cycle to combine the banks (or, in DP16KD, the RAM's output register; see
-        # _ChannelTable). In LUT RAM each address register drives one bank of one table: a
+        # cycle to combine the banks (or, in DP16KD, the RAM's output register), a register
+        # (see _ChannelTable). In LUT RAM each address register drives one bank of one table: a
         # register driving a whole 64-deep LUT-RAM table cost 9 ns of routing on 8x8, one
         # shared by every table 11 ns.
         lk_valid, lk_data = array.row_valid, array.row_data
@@ -232,8 +240,8 @@ class Accelerator(wiring.Component):
         reserved = Signal(range(self.fifo_depth + 1))
         credit = Signal(init=1)
 
-        # Sequencer: count k within a tile (down, so ``last`` is a compare with zero), tag tiles
-        # with their column-tile index, pad short tiles, admit a tile only with credit.
+        # Sequencer: count k within a tile (down, with a register flagging zero for ``last``), tag
+        # tiles with their column-tile index, pad short tiles, admit a tile only with credit.
         remaining = Signal(24)  # steps left in the tile after this one
         first = Signal(init=1)
         tile = Signal(range(self.max_col_tiles + 1))
@@ -241,9 +249,17 @@ class Accelerator(wiring.Component):
         # equality, not a carry chain after the increment.
         tiles_m1 = Signal.like(self.n_tiles, reset_less=True)
         m.d.sync += tiles_m1.eq(self.n_tiles - 1)
+        # Likewise what the sequencer needs of k_steps, so no compare of the 24-bit input sits
+        # in front of its enables: K - 2, K == 1, K == 2, and for K < min_tile_steps the padding.
+        k_m2 = Signal(24, reset_less=True)
+        k_is_1, k_is_2, k_short = Signal(), Signal(), Signal()
+        pad_len = Signal(range(self.min_tile_steps + 1), reset_less=True)
+        m.d.sync += [k_m2.eq(self.k_steps - 2), k_is_1.eq(self.k_steps == 1), k_is_2.eq(self.k_steps == 2),
+                     k_short.eq(self.k_steps < self.min_tile_steps),
+                     pad_len.eq(self.min_tile_steps - self.k_steps)]
+        remaining_zero = Signal()  # remaining == 0, as a register
         pad = Signal(range(self.min_tile_steps + 1))
-        padding = Signal()
-        m.d.comb += padding.eq(pad != 0)
+        padding = Signal()  # pad != 0, as a register
         open_ = Signal()
         m.d.comb += open_.eq(~padding & (~first | credit))
         step, last = Signal(), Signal()
@@ -251,7 +267,7 @@ class Accelerator(wiring.Component):
             step.eq(self.act.valid & self.wts.valid & open_),
             self.act.ready.eq(self.wts.valid & open_),
             self.wts.ready.eq(self.act.valid & open_),
-            last.eq(Mux(first, self.k_steps == 1, remaining == 0)),
+            last.eq(Mux(first, k_is_1, remaining_zero)),
         ]
         # Input register: the step enters the array one cycle after it is accepted (only the flags reset).
         a_in = Signal.like(array.a, reset_less=True)
@@ -264,20 +280,34 @@ class Accelerator(wiring.Component):
         with m.If(step):
             m.d.sync += first.eq(last)
             with m.If(first):
-                m.d.sync += remaining.eq(self.k_steps - 2)
+                m.d.sync += [remaining.eq(k_m2), remaining_zero.eq(k_is_2)]
             with m.Else():
-                m.d.sync += remaining.eq(remaining - 1)
+                m.d.sync += [remaining.eq(remaining - 1), remaining_zero.eq(remaining == 1)]
             with m.If(last):
                 m.d.sync += tile.eq(tile + 1)
                 with m.If(tile == tiles_m1):
                     m.d.sync += tile.eq(0)
-                with m.If(self.k_steps < self.min_tile_steps):
-                    m.d.sync += pad.eq(self.min_tile_steps - self.k_steps)
+                with m.If(k_short):
+                    m.d.sync += [pad.eq(pad_len), padding.eq(1)]
         with m.Elif(padding):
-            m.d.sync += pad.eq(pad - 1)
+            m.d.sync += [pad.eq(pad - 1), padding.eq(pad != 1)]
 
         admit = step & first
+        # A row read from ``res`` frees its credit _CREDIT_RETURN cycles later, through registers:
+        # ``res.ready`` reaches the FIFOs' queues and these, not the sequencer's logic.
         read = self.res.valid & self.res.ready
+        for n in range(self._CREDIT_RETURN):
+            later = Signal(name=f"read_d{n + 1}")
+            m.d.sync += later.eq(read)
+            read = later
+        # Likewise an admitted tile's rows are counted a cycle late (the next admission is at
+        # least min_tile_steps cycles later, so `credit` is up to date by then; not so on 1x1,
+        # where tiles of one step may follow each other): the counter's adders then take their
+        # cases from two registers, not from the inputs' valid bits.
+        if self.min_tile_steps > 1:
+            admitted = Signal(name="admit_d1")
+            m.d.sync += admitted.eq(admit)
+            admit = admitted
         D = self.fifo_depth
         with m.If(admit & ~read):
             m.d.sync += [reserved.eq(reserved + R), credit.eq(reserved <= D - 2 * R)]
@@ -345,8 +375,11 @@ class _OutputFIFO(wiring.Component):
 
     Rows move from the memory to the queue by credit: a row is *issued* (read from the memory)
     when the memory holds one and fewer than ``QUEUE`` issued rows are still unread at
-    ``r_data``, so ``r_en`` (``res.ready``) reaches only the queue's read side and a counter,
-    not the memory. The memory reads every cycle and never stalls; a valid bit travels with an
+    ``r_data`` as the issuing side sees it (a read there comes back to it through ``_RETURN``
+    registers), so ``r_en`` (``res.ready``) reaches only the queue's read side, not the memory,
+    and the queue may sit away from the memory (rows go to it through ``_HOPS`` registers). A
+    row's credit is out for 1 + 2 + ``_HOPS`` + 2 + ``_RETURN`` = 8 cycles at full rate, fewer
+    than ``QUEUE``. The memory reads every cycle and never stalls; a valid bit travels with an
     issued row's two-cycle read. With ``dsp="ecp5"`` the memory is two ``DP16KD`` block RAMs
     (1024 x 18, with their output registers as the second read cycle), otherwise an inferred
     memory (``ram_style`` = ``ram``) with a synchronous read port and a register.
@@ -355,7 +388,8 @@ class _OutputFIFO(wiring.Component):
     with ``r_rdy`` in cycle c + ``LATENCY`` when the FIFO is empty; a write must not come when
     ``depth`` rows are in the FIFO (the accelerator's credits ensure it)."""
 
-    LATENCY = 5   # issue 1, memory read 2, queue 2
+    _HOPS, _RETURN = 1, 2
+    LATENCY = 1 + 2 + _HOPS + 2   # issue, memory read, hops to the queue, queue
     QUEUE = _BANK
 
     def __init__(self, *, width, depth, ram, dsp):
@@ -386,6 +420,11 @@ class _OutputFIFO(wiring.Component):
             m.d.sync += [level.eq(level + 1), nonempty.eq(1)]
         with m.Elif(issue & ~self.w_en):
             m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
+        # The credit comes back through _RETURN registers (so the queue may sit away from the memory).
+        for n in range(self._RETURN):
+            later = Signal(name=f"dup_read_d{n + 1}")
+            m.d.sync += later.eq(read)
+            read = later
         with m.If(issue & ~read):
             m.d.sync += [issued.eq(issued + 1), room.eq(issued < Q - 1)]
         with m.Elif(read & ~issue):
@@ -412,6 +451,11 @@ class _OutputFIFO(wiring.Component):
         arrived = Signal(name="dup_arrived")
         reading = Signal(name="dup_reading")
         m.d.sync += [reading.eq(issue), arrived.eq(reading)]
+        for n in range(self._HOPS):
+            valid = Signal(name=f"dup_hop_valid{n + 1}")
+            data_ = Signal(self.width, name=f"hop_data{n + 1}", reset_less=True)
+            m.d.sync += [valid.eq(arrived), data_.eq(out)]
+            arrived, out = valid, data_
         m.d.comb += [queue.w_data.eq(out), queue.w_en.eq(arrived),
                      self.r_data.eq(queue.r_data), self.r_rdy.eq(queue.r_rdy), queue.r_en.eq(self.r_en)]
         return m
@@ -451,10 +495,11 @@ def _dp16kd(w_addr, w_data, w_en, r_addr, r_data):
 
 
 class _ChannelTable(wiring.Component):
-    """One lane's per-channel table, read in three cycles: ``r_data`` is the entry at the
-    ``r_addr`` of three cycles earlier; a write lands the cycle after ``w_en``, which has one bit
-    per bank (the writer decodes the bank, :meth:`in_bank`, before its register, so no decoder
-    sits between that register and the LUT-RAM cells' write enables).
+    """One lane's per-channel table, read in four cycles: ``r_data`` is the entry at the
+    ``r_addr`` of four cycles earlier (the fourth a register that only copies); a write lands
+    the cycle after ``w_en``, which has one bit per bank (the writer decodes the bank,
+    :meth:`in_bank`, before its register, so no decoder sits between that register and the
+    LUT-RAM cells' write enables).
 
     With ``ram="distributed"`` the table is split into banks of 16 entries (one ECP5 LUT-RAM
     cell deep), each with its own copy of the read address (dup_*, kept apart by fpga.synth);
@@ -479,8 +524,12 @@ class _ChannelTable(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
+        # The lookup's last cycle, a register that only copies: the lane's first stage computes
+        # from the entry's fields, and the RAM (or the banks' OR) stays out of that cycle.
         r_data = Signal(ChannelEntry, reset_less=True)
-        m.d.comb += self.r_data.eq(r_data)
+        r_data_out = Signal(ChannelEntry, name="r_data_out", reset_less=True)
+        m.d.sync += r_data_out.eq(r_data)
+        m.d.comb += self.r_data.eq(r_data_out)
         if self.dsp == "ecp5":
             # Cycle 1 the fabric address register, cycle 2 the block RAM's read, cycle 3 its
             # output register (REGMODE OUTREG: Yosys never enables it, and without it nextpnr

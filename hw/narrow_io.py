@@ -11,13 +11,20 @@ iCE40 UP5K 39. :class:`NarrowIO` puts every core port behind registers reached t
   multiple-input signature register: each chain register takes its core output XOR the next
   register), whose last ``width`` bits are the pins; every core output reaches a pin.
 
+* Between each chain and the core, one register per port bit that is not part of a chain:
+  every core input is driven by, and every core output lands in, a flip-flop the placer may
+  put anywhere. A chain register is tied to its neighbours in the chain, whose order is that
+  of the core's ports, not of its floorplan: driving ``res.ready`` straight from the input
+  chain put its source among the ``act``/``wts`` bits, 40 columns from the output FIFOs it
+  feeds, and that route was the 8x8's worst path (a real consumer's ready comes from beside
+  the FIFOs).
+
 Neither chain has an enable or a load signal: a control pin fanned out to hundreds of chain
 registers across the die was the design's worst path at 167 MHz. So this is a harness for
-synthesis and timing, not a host interface (the core is simulated on its own ports). Every
-core input is driven by a flip-flop and every core output lands in one, so the routed Fmax is
-the core's register-to-register Fmax (the pins are registered too). The wrapper costs
-``in_bits + out_bits`` flip-flops (padded to ``width``), the pin registers and ~``out_bits``
-XOR LUTs; :mod:`fpga.synth` measures and reports it separately.
+synthesis and timing, not a host interface (the core is simulated on its own ports). The
+routed Fmax is the core's register-to-register Fmax (the pins are registered too). The wrapper
+costs ``2 * (in_bits + out_bits)`` flip-flops (the chains padded to ``width``), the pin
+registers and ~``out_bits`` XOR LUTs; :mod:`fpga.synth` measures and reports it separately.
 """
 
 from amaranth import Cat, Module, Signal, Value
@@ -49,9 +56,10 @@ class NarrowIO(wiring.Component):
 
     @property
     def register_bits(self):
-        """Flip-flops the wrapper describes: both chains padded to ``width``, the ``si`` pin register."""
+        """Flip-flops the wrapper describes: both chains padded to ``width``, the port registers and
+        the ``si`` pin register."""
         pad = lambda n: -(-n // self._width) * self._width  # noqa: E731
-        return pad(self.in_bits) + pad(self.out_bits) + self._width
+        return pad(self.in_bits) + pad(self.out_bits) + self.in_bits + self.out_bits + self._width
 
     def elaborate(self, platform):
         m = Module()
@@ -62,10 +70,15 @@ class NarrowIO(wiring.Component):
         m.d.sync += si.eq(self.si)
         chain_in = Signal(-(-self.in_bits // W) * W)
         m.d.sync += chain_in.eq(Cat(chain_in[W:], si))
-        m.d.comb += Cat(*self._inputs).eq(chain_in)
+        # (without a reset: port register i and chain register i - width load the same bit, and
+        # Yosys would merge the two into one, chain register, if they were alike)
+        ports_in = Signal(self.in_bits, reset_less=True)
+        m.d.sync += ports_in.eq(chain_in)
+        m.d.comb += Cat(*self._inputs).eq(ports_in)
 
-        outputs = Cat(*self._outputs)
+        ports_out = Signal(self.out_bits)
+        m.d.sync += ports_out.eq(Cat(*self._outputs))
         chain_out = Signal(-(-self.out_bits // W) * W)
-        m.d.sync += chain_out.eq(outputs ^ chain_out[W:])
+        m.d.sync += chain_out.eq(ports_out ^ chain_out[W:])
         m.d.comb += self.so.eq(chain_out[:W])
         return m

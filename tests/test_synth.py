@@ -16,8 +16,9 @@ from hw.narrow_io import NarrowIO
 
 def wrapper_ffs(rows, cols, max_col_tiles, width=8):
     """Bounds on the wrapper's registers, counted from its description: at least one per core
-    port bit; at most the padded chains and the pin register (Yosys drops chain bits that drive
-    nothing)."""
+    port bit (its chain register; Yosys drops the port register of a core input that drives
+    nothing, and chain bits that drive nothing); at most the padded chains, the port registers
+    and the pin register."""
     top = NarrowIO(Accelerator.model(rows, cols, max_col_tiles=max_col_tiles), width=width)
     top._MustUse__silence = True
     return top.in_bits + top.out_bits, top.register_bits
@@ -30,13 +31,14 @@ def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
     assert saved["fmax_mhz"] == result["fmax_mhz"] > 0
     # 2x2 MAC multipliers + four 16x16 partial products per requantizer lane, nothing else.
     assert result["dsps"] == 2 * 2 + 4 * 2 == result["placed"]["dsps"]["used"]
-    # every multiplier on its floorplan site (nextpnr stops on an illegal or taken BEL)
-    assert result["floorplan"] == 12
+    # every multiplier and block RAM on its floorplan site (nextpnr stops on an illegal or taken BEL)
+    assert result["floorplan"] == 12 + 4 * 2 + 2 * 2
     cells = json.loads((tmp_path / "ecp5_2x2_double" / "top.json").read_text())["modules"]["top"]["cells"]
-    assert {c["attributes"].get("BEL") for c in cells.values() if c["type"] == "MULT18X18D"} == \
+    assert {c["attributes"].get("BEL") for c in cells.values() if c["type"] in ("MULT18X18D", "DP16KD")} == \
         set(ecp5_floorplan(2, 2).values())
-    # the per-channel tables in DP16KD block RAMs (four per lane, dsp="ecp5"), the FIFOs in LUT RAM
-    assert result["brams"] == 4 * 2 == result["yosys_cells"]["DP16KD"]
+    # DP16KD block RAMs (dsp="ecp5"): the per-channel tables (four per lane) and the output FIFOs'
+    # rows (two per lane); the FIFOs' 16-row queues in LUT RAM
+    assert result["brams"] == 4 * 2 + 2 * 2 == result["yosys_cells"]["DP16KD"]
     assert result["yosys_cells"]["TRELLIS_DPR16X4"] > 0
     low, high = wrapper_ffs(2, 2, result["max_col_tiles"])
     assert low <= result["wrapper"]["ffs"] <= high
@@ -101,7 +103,7 @@ def test_narrow_io_scan_chain_and_signature():
 
     width = 4
     dut = NarrowIO(Toy(), width=width)
-    assert (dut.in_bits, dut.out_bits, dut.register_bits) == (11, 11, 12 + 12 + 4)
+    assert (dut.in_bits, dut.out_bits, dut.register_bits) == (11, 11, 12 + 12 + 11 + 11 + 4)
     rng = np.random.default_rng(5)
     pins = [int(v) for v in rng.integers(0, 16, 40)]
     seen = []
@@ -117,13 +119,14 @@ def test_narrow_io_scan_chain_and_signature():
     sim.add_testbench(bench)
     sim.run()
 
-    # Model, cycle by cycle: si register, 12-bit input chain (low 11 bits drive x), y = x + 1
-    # registered, 12-bit signature chain_out = y ^ (chain_out >> 4), so = chain_out[:4].
-    si = chain_in = y = chain_out = 0
+    # Model, cycle by cycle: si register, 12-bit input chain, its low 11 bits registered into x,
+    # y = x + 1 registered, y registered, 12-bit signature chain_out = y_reg ^ (chain_out >> 4),
+    # so = chain_out[:4].
+    si = chain_in = x = y = y_reg = chain_out = 0
     want = []
     for value in pins:  # one clock edge each; `so` is read after it
-        si, chain_in, y, chain_out = (value, (chain_in >> 4) | (si << 8), ((chain_in & 0x7FF) + 1) & 0x7FF,
-                                      y ^ (chain_out >> 4))
+        si, chain_in, x, y, y_reg, chain_out = (value, (chain_in >> 4) | (si << 8), chain_in & 0x7FF,
+                                                (x + 1) & 0x7FF, y, y_reg ^ (chain_out >> 4))
         want.append(chain_out & 0xF)
     assert seen == want
     assert len(set(seen)) > 4
@@ -145,7 +148,7 @@ def test_ecp5_floorplan():
     """Columns on consecutive sites of one DSP row (middle row, then the top row right to left),
     each lane's four partial products on consecutive sites of the bottom row, no site twice."""
     plan = ecp5_floorplan(8, 8)
-    assert len(plan) == len(set(plan.values())) == 8 * 8 + 4 * 8
+    assert len(plan) == len(set(plan.values())) == 8 * 8 + 4 * 8 + 4 * 8 + 2 * 8
 
     def site(name):
         x, y, _ = plan[name].split("/")
@@ -164,9 +167,23 @@ def test_ecp5_floorplan():
         assert {y for _, y in lane} == {10}
         first = xs.index(lane[0][0])
         assert [xs.index(x) for x, _ in lane] == list(range(first, first + 4))
+        # the lane's table on four consecutive block RAM sites of the row above it, within a few
+        # columns of the lane; its output FIFO's two on the row between the array's rows
+        table = [site(f"core.table{j}.bram{k}") for k in range(4)]
+        assert {y for _, y in table} == {22}
+        ebr = sorted(floorplan._EBR_XS)
+        first = ebr.index(table[0][0])
+        assert [ebr.index(x) for x, _ in table] == list(range(first, first + 4))
+        assert abs(sum(x for x, _ in table) / 4 - sum(x for x, _ in lane) / 4) <= 9
+        assert {site(f"core.fifo{j}.bram{k}")[1] for k in range(2)} == {46}
+    # the FIFOs' sixteen block RAMs: consecutive sites in the middle of the die, in the lanes' order
+    fifo_x = {j: [site(f"core.fifo{j}.bram{k}")[0] for k in range(2)] for j in range(8)}
+    by_lane = sorted(range(8), key=lambda j: site(f"core.requant{j}.mul_ll.dsp")[0])
+    ebr = sorted(floorplan._EBR_XS)
+    assert [ebr.index(x) for j in by_lane for x in fifo_x[j]] == list(range(18, 34))
     assert len(ecp5_floorplan(8, 8, "array")) == 64
     assert set(ecp5_floorplan(1, 1, "lane")) == {f"core.rq.mul_{p}.dsp" for p in ("ll", "lh", "hl", "hh")}
-    assert len(ecp5_floorplan(10, 10)) == 140   # the largest ECP5 configuration
+    assert len(ecp5_floorplan(10, 10)) == 140 + 6 * 10   # the largest ECP5 configuration
     assert ecp5_floorplan(12, 12) is None        # needs more than two DSP rows for the array
     assert ecp5_floorplan(1, 14) is None         # 14 lanes need 56 sites of the bottom row's 52
     assert len(ecp5_floorplan(1, 14, "array")) == 14  # the array alone has no lanes to place
