@@ -259,7 +259,8 @@ class Accelerator(wiring.Component):
                      pad_len.eq(self.min_tile_steps - self.k_steps)]
         remaining_zero = Signal()  # remaining == 0, as a register
         pad = Signal(range(self.min_tile_steps + 1))
-        padding = Signal()  # pad != 0, as a register
+        padding = Signal()
+        m.d.comb += padding.eq(pad != 0)
         open_ = Signal()
         m.d.comb += open_.eq(~padding & (~first | credit))
         step, last = Signal(), Signal()
@@ -288,9 +289,9 @@ class Accelerator(wiring.Component):
                 with m.If(tile == tiles_m1):
                     m.d.sync += tile.eq(0)
                 with m.If(k_short):
-                    m.d.sync += [pad.eq(pad_len), padding.eq(1)]
+                    m.d.sync += pad.eq(pad_len)
         with m.Elif(padding):
-            m.d.sync += [pad.eq(pad - 1), padding.eq(pad != 1)]
+            m.d.sync += pad.eq(pad - 1)
 
         admit = step & first
         # A row read from ``res`` frees its credit _CREDIT_RETURN cycles later, through registers:
@@ -300,14 +301,6 @@ class Accelerator(wiring.Component):
             later = Signal(name=f"read_d{n + 1}")
             m.d.sync += later.eq(read)
             read = later
-        # Likewise an admitted tile's rows are counted a cycle late (the next admission is at
-        # least min_tile_steps cycles later, so `credit` is up to date by then; not so on 1x1,
-        # where tiles of one step may follow each other): the counter's adders then take their
-        # cases from two registers, not from the inputs' valid bits.
-        if self.min_tile_steps > 1:
-            admitted = Signal(name="admit_d1")
-            m.d.sync += admitted.eq(admit)
-            admit = admitted
         D = self.fifo_depth
         with m.If(admit & ~read):
             m.d.sync += [reserved.eq(reserved + R), credit.eq(reserved <= D - 2 * R)]
