@@ -143,7 +143,8 @@ class Accelerator(wiring.Component):
         """Cycles from a tile's last step accepted to its last result row transferred (``res`` ready).
 
         Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
-        later rows, three cycles of table lookup, the requantizer pipeline and the output FIFO.
+        later rows, four cycles of table lookup, the requantizer pipeline, two transit registers
+        and the output FIFO (six cycles, see :class:`_OutputFIFO`).
         """
         return self._row_latency + self.rows - 1 + _OutputFIFO.LATENCY
 
