@@ -93,6 +93,11 @@ class Accelerator(wiring.Component):
         self._lanes = [Requantizer(rounding, dsp=dsp) for _ in range(cols)]  # one per column, in lockstep
         self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
         self.ram, self.dsp = ram, dsp
+        if dsp == "ecp5" and self.fifo_depth > _DP16KD_DEPTH:
+            for obj in (self, self._array, *self._lanes):
+                obj._MustUse__silence = True
+            raise ValueError(f"a {rows}x{cols} array needs an output FIFO of {self.fifo_depth} rows, more than "
+                             f"one DP16KD ({_DP16KD_DEPTH}) holds with dsp='ecp5'")
         super().__init__({
             "act": In(stream.Signature(data.ArrayLayout(signed(8), rows))),
             "wts": In(stream.Signature(data.ArrayLayout(signed(8), cols))),

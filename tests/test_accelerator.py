@@ -147,7 +147,7 @@ def test_accelerator_output_fifo_full(seed, ram):
     inputs off (a row written into a full FIFO would be lost and the comparison would fail)."""
     rng = np.random.default_rng(seed + 5)
     dut = Accelerator(2, 2, max_col_tiles=4, ram=ram)
-    prob = random_problem(rng, 40, 2, 8)  # 80 tiles of 2 rows; the FIFO holds fifo_depth + 1 rows
+    prob = random_problem(rng, 40, 2, 8)  # 80 tiles of 2 rows; credits let fifo_depth rows in
     assert prob.shape[0] * prob.shape[2] // 2 > dut.fifo_depth + 1
     check(dut, [prob], seed, p_idle=0.0, p_ready=0.05)
 
@@ -162,6 +162,12 @@ def test_accelerator_rejects_bad_ram_and_dsp():
                                          r"\(one DP16KD deep\), got 1025$"):
         Accelerator(2, 2, dsp="ecp5", max_col_tiles=1025)
     Accelerator.model(2, 2, dsp="ecp5", max_col_tiles=1024)
+    # and its output FIFO's rows too (about 4 * rows + 46: past 1024 for arrays of ~245 rows)
+    depth = Accelerator.model(300, 300).fifo_depth
+    assert depth > 1024
+    with pytest.raises(ValueError, match=rf"a 300x300 array needs an output FIFO of {depth} rows, more than one "
+                                         r"DP16KD \(1024\) holds with dsp='ecp5'$"):
+        Accelerator(300, 300, dsp="ecp5")
 
 
 def test_multiplier_rejects_bad_parameters():
