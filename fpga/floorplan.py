@@ -86,8 +86,9 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
     return plan
 
 
-# DP16KD sites of the LFE5U-85F (four rows of 52, each group of four beside a group of four
-# multiplier sites): X position -> bel name.
+# DP16KD sites of the LFE5U-85F in a block RAM row (rows of 52, Y = 22 and 46 among them, at the
+# X positions of the multiplier sites' groups; read from nextpnr's placement of the 8x8, which
+# used 48): X position -> bel name.
 _EBR_BELS = {base + offset: f"EBR{n}" for base in (4, 13, 22, 31, 40, 49, 58, 69, 78, 87, 96, 105, 114)
              for n, offset in enumerate((0, 2, 4, 6))}
 _EBR_XS = sorted(_EBR_BELS)
