@@ -57,7 +57,7 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
         return None
     if block == "accelerator" and 4 * cols > len(_XS):
         return None
-    plan, column_x = {}, []
+    plan, column_x, lane_x = {}, [], []
     if has_array:
         prefix = "core.array." if block == "accelerator" else "core."
         for j in range(cols):
@@ -79,9 +79,8 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
             for n, name in enumerate(_PARTIALS):
                 free[start + n] = False
                 plan[f"{prefix}mul_{name}.dsp"] = _site(_XS[start + n], _LANE_ROW)
+            lane_x.append(sum(_XS[start:start + len(_PARTIALS)]) / len(_PARTIALS))
     if block == "accelerator":
-        lane_x = [sum(int(plan[f"core.requant{j}.mul_{p}.dsp"].split("/")[0][1:]) for p in _PARTIALS) / 4
-                  for j in range(cols)]
         plan.update(_bram_plan(lane_x))
     return plan
 
