@@ -41,13 +41,16 @@ __all__ = ["MACCell", "StepFlags", "SystolicArray"]
 StepFlags = data.StructLayout({"valid": 1, "last": 1})
 
 # The two parts of a MAC cell's 32-bit accumulator and read-out register that each take their
-# clear/enable from a register of their own. On ECP5 the split follows the carry chain's tiles:
-# the chain's first slice carries the carry-in, so bit b sits in tile (b + 2) // 8 (tiles start
-# at bits 6, 14, 22, 30), and nextpnr packs a flip-flop into its adder's slice only if it
-# shares the reset net of the other flip-flops there. Split at bit 16, bits 14-15 shared a tile
-# with bits 16-21 and were placed a route away from their adder in every cell (such a
-# flip-flop ended the worst path in two of five placements of the 8x8 accelerator).
-_PARTS = (slice(0, 14), slice(14, 32))
+# clear/enable from a register of their own, per DSP kind: split where the carry chain changes
+# logic tiles, so that each tile's flip-flops share one reset net and are packed with their adder.
+# On ECP5 the chain's first slice carries the carry-in, so bit b sits in tile (b + 2) // 8 (tiles
+# start at bits 6, 14, 22, 30), and nextpnr packs a flip-flop into its adder's slice only if it
+# shares the reset net of the other flip-flops there: split at bit 16, bits 14-15 shared a tile
+# with bits 16-21 and were placed a route away from their adder in every cell (such a flip-flop
+# ended the worst path in two of five placements of the 8x8 accelerator). Elsewhere bit 16
+# (on iCE40, whose logic blocks' 8 cells share one reset, bit 14 made the MAC accumulator the
+# worst path of the 1x1 and 4x1 builds: 48.7 and 45.7 MHz instead of 55.7 and 53.6).
+_PARTS = {"ecp5": (slice(0, 14), slice(14, 32)), "generic": (slice(0, 16), slice(16, 32))}
 
 
 class MACCell(wiring.Component):
@@ -104,10 +107,10 @@ class MACCell(wiring.Component):
         # No `first ? 0 : acc` multiplexer in front of the adder's carry chain: the clear is
         # the flip-flops' synchronous reset, driven by a register (high during reset, then "this
         # step is valid and last") and enabled by another; both in one copy per part of the
-        # accumulator (_PARTS: bits 0-13 and 14-31, split where the carry chain changes tiles).
+        # accumulator (_PARTS: split where the carry chain changes logic tiles).
         new = Signal(signed(32))
         m.d.comb += new.eq((acc + product)[:32].as_signed())
-        for half, bits in enumerate(_PARTS):
+        for half, bits in enumerate(_PARTS[self._dsp]):
             clear = Signal(init=1, name=f"dup_acc_clear{half}")
             enable = Signal(name=f"dup_acc_enable{half}")
             m.d.sync += [clear.eq(flags.valid & flags.last), enable.eq(flags.valid)]
@@ -125,7 +128,7 @@ class MACCell(wiring.Component):
         total = Signal(signed(32))
         m.d.comb += total.eq((acc + mul.p_copy)[:32].as_signed())
         out = Signal(signed(32), reset_less=True)
-        for half, bits in enumerate(_PARTS):
+        for half, bits in enumerate(_PARTS[self._dsp]):
             idle = Signal(init=1, name=f"dup_readout_idle{half}")
             m.d.sync += idle.eq(~(flags.valid & flags.last))
             m.d.sync += out[bits].eq(Mux(idle, 0, total[bits]))
