@@ -45,6 +45,7 @@ from amaranth.lib.wiring import In, Out
 
 from .array import SystolicArray
 from .multiplier import DSP_KINDS
+from .pipeline import Line, delay_lines, delayed
 from .requantizer import Requantizer
 
 __all__ = ["Accelerator", "ChannelEntry", "config_layout"]
@@ -180,12 +181,9 @@ class Accelerator(wiring.Component):
         fifos = [_OutputFIFO(width=32, depth=self.fifo_depth, ram=self.ram, dsp=self.dsp) for _ in range(C)]
         for j, (lane, fifo) in enumerate(zip(lanes, fifos, strict=True)):
             m.submodules[f"fifo{j}"] = fifo
-            t_valid, t_data = lane.o.valid, lane.o.payload
-            for n in range(self._TRANSIT_LATENCY):
-                valid = Signal(name=f"dup_transit_valid{j}_{n + 1}")
-                data_ = Signal(32, name=f"transit_data{j}_{n + 1}", reset_less=True)
-                m.d.sync += [valid.eq(t_valid), data_.eq(t_data)]
-                t_valid, t_data = valid, data_
+            t_valid, t_data = delay_lines(m, self._TRANSIT_LATENCY, [
+                Line(lane.o.valid, f"dup_transit_valid{j}_"),
+                Line(lane.o.payload, f"transit_data{j}_", shape=32, reset_less=True)])
             m.d.comb += [fifo.w_data.eq(t_data), fifo.w_en.eq(t_valid),
                          self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
         m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
@@ -206,12 +204,8 @@ class Accelerator(wiring.Component):
         # (see _ChannelTable). In LUT RAM each address register drives one bank of one table: a
         # register driving a whole 64-deep LUT-RAM table cost 9 ns of routing on 8x8, one
         # shared by every table 11 ns.
-        lk_valid, lk_data = array.row_valid, array.row_data
-        for n in range(self._LOOKUP_LATENCY):
-            valid = Signal(name=f"lk_valid{n + 1}")
-            row = Signal(data.ArrayLayout(signed(32), C), name=f"lk_data{n + 1}", reset_less=True)
-            m.d.sync += [valid.eq(lk_valid), row.eq(lk_data)]
-            lk_valid, lk_data = valid, row
+        lk_valid, lk_data = delay_lines(m, self._LOOKUP_LATENCY, [
+            Line(array.row_valid, "lk_valid"), Line(array.row_data, "lk_data", reset_less=True)])
 
         m.d.comb += self.cfg.ready.eq(1)
         for j, lane in enumerate(lanes):
@@ -302,11 +296,7 @@ class Accelerator(wiring.Component):
         admit = step & first
         # A row read from ``res`` frees its credit _CREDIT_RETURN cycles later, through registers:
         # ``res.ready`` reaches the FIFOs' queues and these, not the sequencer's logic.
-        read = self.res.valid & self.res.ready
-        for n in range(self._CREDIT_RETURN):
-            later = Signal(name=f"read_d{n + 1}")
-            m.d.sync += later.eq(read)
-            read = later
+        read = delayed(m, self.res.valid & self.res.ready, self._CREDIT_RETURN, "read_d")
         D = self.fifo_depth
         with m.If(admit & ~read):
             m.d.sync += [reserved.eq(reserved + R), credit.eq(reserved <= D - 2 * R)]
@@ -420,10 +410,7 @@ class _OutputFIFO(wiring.Component):
         with m.Elif(issue & ~self.w_en):
             m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
         # The credit comes back through _RETURN registers (so the queue may sit away from the memory).
-        for n in range(self._RETURN):
-            later = Signal(name=f"dup_read_d{n + 1}")
-            m.d.sync += later.eq(read)
-            read = later
+        read = delayed(m, read, self._RETURN, "dup_read_d")
         with m.If(issue & ~read):
             m.d.sync += [issued.eq(issued + 1), room.eq(issued < Q - 1)]
         with m.Elif(read & ~issue):
@@ -450,11 +437,8 @@ class _OutputFIFO(wiring.Component):
         arrived = Signal(name="dup_arrived")
         reading = Signal(name="dup_reading")
         m.d.sync += [reading.eq(issue), arrived.eq(reading)]
-        for n in range(self._HOPS):
-            valid = Signal(name=f"dup_hop_valid{n + 1}")
-            data_ = Signal(self.width, name=f"hop_data{n + 1}", reset_less=True)
-            m.d.sync += [valid.eq(arrived), data_.eq(out)]
-            arrived, out = valid, data_
+        arrived, out = delay_lines(m, self._HOPS, [Line(arrived, "dup_hop_valid"),
+                                                   Line(out, "hop_data", reset_less=True)])
         m.d.comb += [queue.w_data.eq(out), queue.w_en.eq(arrived),
                      self.r_data.eq(queue.r_data), self.r_rdy.eq(queue.r_rdy), queue.r_en.eq(self.r_en)]
         return m

@@ -35,6 +35,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .multiplier import Multiplier
+from .pipeline import delayed
 
 __all__ = ["MACCell", "StepFlags", "SystolicArray"]
 
@@ -180,25 +181,18 @@ class SystolicArray(wiring.Component):
         m = Module()
         R, C = self.rows, self.cols
 
-        def delayed(value, n, name, reset_less=True):
-            for k in range(n):
-                reg = Signal(value.shape(), name=f"{name}_d{k + 1}", reset_less=reset_less)
-                m.d.sync += reg.eq(value)
-                value = reg
-            return value
-
         cells = [[MACCell(self._dsp) for _ in range(C)] for _ in range(R)]
         for i in range(R):
             for j in range(C):
                 cell = cells[i][j]
                 m.submodules[f"pe_{i}_{j}"] = cell
                 if j == 0:
-                    m.d.comb += [cell.a.eq(delayed(self.a[i], i, f"a_skew{i}")),
-                                 cell.flags.eq(delayed(self.flags, i, f"flags_skew{i}", reset_less=False))]
+                    m.d.comb += [cell.a.eq(delayed(m, self.a[i], i, f"a_skew{i}_d", reset_less=True)),
+                                 cell.flags.eq(delayed(m, self.flags, i, f"flags_skew{i}_d"))]
                 else:
                     m.d.comb += [cell.a.eq(cells[i][j - 1].a_out), cell.flags.eq(cells[i][j - 1].flags_out)]
                 if i == 0:
-                    m.d.comb += cell.w.eq(delayed(self.w[j], j, f"w_skew{j}"))
+                    m.d.comb += cell.w.eq(delayed(m, self.w[j], j, f"w_skew{j}_d", reset_less=True))
                 else:
                     m.d.comb += cell.w.eq(cells[i - 1][j].w_out)
 
@@ -233,7 +227,7 @@ class SystolicArray(wiring.Component):
                 parts.append(part)
             column = Signal(32, name=f"readout_c{j}", reset_less=True)
             m.d.sync += column.eq(reduce(operator.or_, parts))
-            m.d.sync += row_data[j].eq(delayed(column, C - j - 1, f"deskew_c{j}"))
+            m.d.sync += row_data[j].eq(delayed(m, column, C - j - 1, f"deskew_c{j}_d", reset_less=True))
         m.d.comb += self.row_data.eq(row_data)
         # Valid and tag follow the data, three cycles after D_i. All rows of a tile carry its tag,
         # and the next tile's row 0 comes >= rows cycles later: the tag is captured at row 0.
