@@ -33,6 +33,9 @@ from .multiplier import DSP_KINDS, Multiplier
 
 __all__ = ["RequantInput", "Requantizer"]
 
+# Entries in the bypass line (see Requantizer.elaborate): one ECP5 LUT-RAM cell.
+_BYPASS_DEPTH = 16
+
 INT32_MIN = -(2**31)
 INT32_MAX = 2**31 - 1
 
@@ -83,7 +86,7 @@ class Requantizer(wiring.Component):
         return self._rounding
 
     #: Cycles from an input transfer to the corresponding output being valid (no stalls).
-    latency = 19
+    latency = 25
 
     def elaborate(self, platform):
         m = Module()
@@ -115,6 +118,19 @@ class Requantizer(wiring.Component):
             """``sig`` delayed by ``n_stages`` stages."""
             return taps(sig, n_stages, name)[-1]
 
+        def equals(value, const, name):
+            """Whether ``value`` == ``const``, three stages later (32 bits) or two (16): the 4-bit
+            groups, then ANDs of up to four flags per stage, each stage one LUT level."""
+            bits = Const(const, len(value))
+            flags = stage(f"{name}_g", len(value) // 4, Cat(*(value[g:g + 4] == bits[g:g + 4]
+                                                                for g in range(0, len(value), 4))))
+            n = 0
+            while len(flags) > 1:
+                n += 1
+                flags = stage(f"{name}_r{n}", -(-len(flags) // 4),
+                              Cat(*(flags[g:g + 4].all() for g in range(0, len(flags), 4))))
+            return flags
+
         def partial_products(a, b):
             """Three stages (:class:`Multiplier` registers its operands, its product, and the product
             again in fabric): the four
@@ -137,8 +153,10 @@ class Requantizer(wiring.Component):
             hh, hl, lh, ll = out
             return hh, hl, lh, ll.as_unsigned()[:32]
 
-        # Pipeline: every stage is at most one carry chain (an add or a compare) or a barrel
-        # shifter deep, so that the lanes route at >= 200 MHz on ECP5 next to the array.
+        # Pipeline: every stage of the double-rounding variant (the one measured on ECP5) is at
+        # most one carry chain (an add or a compare) or one level of LUTs deep (a shift stage
+        # shifts by one bit of its amount: a 2:1 multiplexer per bit, one LUT4 whose flip-flop
+        # nextpnr packs with it), so that the lanes keep up with the array on ECP5.
         p = self.i.payload
         # Stage 1: add the folded bias (int32 wrap-around).
         acc = stage("acc", signed(32), (p.acc + p.bias)[:32].as_signed())
@@ -146,44 +164,47 @@ class Requantizer(wiring.Component):
 
         if self._rounding == "double":
             # Stage 1 also splits the shift into a left and a right amount.
-            left = stage("left", 5, Mux(p.shift > 0, p.shift.as_unsigned()[:5], 0))
+            # (in bypass the left shift is zero, for the bypass line below)
+            left = stage("left", 5, Mux((p.shift > 0) & ~self.bypass, p.shift.as_unsigned()[:5], 0))
             right1 = stage("right1", 5, Mux(p.shift < 0, (-p.shift).as_unsigned()[:5], 0))
-            # Stages 2-3: left pre-shift by max(shift, 0), wrapping to int32: by 0..3, then by multiples of 4.
-            pre_a = stage("pre_a", signed(32), (acc << left[:2])[:32].as_signed())
-            left_hi = stage("left_hi", 3, left[2:5])
-            mult2a = stage("mult2a", signed(32), mult1)
-            right2a = stage("right2a", 5, right1)
-            pre = stage("pre", signed(32), (pre_a << Cat(Const(0, 2), left_hi))[:32].as_signed())
-            mult2 = stage("mult2", signed(32), mult2a)
-            # right[n]: the right shift aligned with stage n + 4's inputs.
-            right = taps(stage("right2", 5, right2a), 9, "right")
-            # Stages 4-6: partial products of pre * multiplier (in the DSPs); note the one
+            # Stages 2-6: left pre-shift by max(shift, 0), wrapping to int32, one bit of the
+            # amount per stage (each bit of a stage is a 2:1 multiplexer: one LUT, whose flip-flop
+            # nextpnr packs with it), the amount and the multiplier travelling alongside.
+            pre, amount, mult = acc, left, mult1
+            for k in range(5):
+                if k == 4:
+                    pre_4, by16, mult_5 = pre, amount[4], mult   # stage 5: shifted by left[:4]
+                pre = stage(f"pre{k + 1}", signed(32), Mux(amount[k], pre << (1 << k), pre)[:32].as_signed())
+                amount = stage(f"left{k + 2}", 5, amount)
+                mult = stage(f"mult{k + 2}", signed(32), mult)
+            # right[n]: the right shift aligned with stage n's inputs (right[2] = right1).
+            right = dict(enumerate(taps(right1, 17, "right"), start=2))
+            # Stages 7-9: partial products of pre * multiplier (in the DSPs); note the one
             # saturating operand pair.
-            hh, hl, lh, ll = partial_products(pre, mult2)
-            # The test for that pair reads neither `pre` nor `mult2`, whose registers sit at the DSPs'
-            # inputs: stage 3 tests `mult2a` and the 4-bit groups of `pre_a`, stage 4 finds whether
-            # pre == INT32_MIN, i.e. pre_a's bit 31 - 4 * left_hi set and every bit below it clear
-            # (the bits shifted in are zeros), stage 5 combines the two.
-            groups = range(8)
-            zero = stage("pre_zero", 8, Cat(*(pre_a[4 * g:4 * g + 4] == 0 for g in groups)))
-            top = stage("pre_top", 8, Cat(*(pre_a[4 * g:4 * g + 4] == 0b1000 for g in groups)))
-            left_hi4 = stage("left_hi4", 3, left_hi)
-            mult_min = carry(stage("mult_min", 1, mult2a == INT32_MIN), 1, "mult_min")
-            pre_min = stage("pre_min", 1, Cat(*((left_hi4 == v) & top[7 - v] & zero[:7 - v].all()
-                                                for v in range(8))).any())
-            overflow = carry(stage("overflow", 1, pre_min & mult_min), 3, "overflow")
+            hh, hl, lh, ll = partial_products(pre, mult)
+            bypass_src, bypass_stage = pre, 6
+            # The test for that pair reads neither `pre` nor `mult`, whose registers sit at the DSPs'
+            # inputs, but their values a stage earlier, in one LUT level per stage: by stage 8,
+            # whether mult == INT32_MIN and, for the last shift step (by 16 or not), whether pre
+            # will be INT32_MIN (its low half 0x8000, or all of it 0x80000000); stage 9 picks one.
+            mult_min = equals(mult_5, INT32_MIN, "mult_min")                 # stage 8
+            min_if_shift = carry(equals(pre_4[:16], 0x8000, "pre_min16"), 1, "pre_min16")
+            min_if_not = equals(pre_4, INT32_MIN, "pre_min32")              # stage 8
+            by16 = carry(by16, 3, "by16")
+            pre_min = stage("pre_min", 1, Mux(by16, min_if_shift, min_if_not))
+            overflow = carry(stage("overflow", 1, pre_min & carry(mult_min, 1, "mult_min")), 1, "overflow")
             # SaturatingRoundingDoublingHighMul = (prod + nudge) / 2**31 truncated toward zero, which
             # for either sign of prod equals floor((prod + 2**30) / 2**31): ties go toward +inf.
-            # Stage 7: fold the rounding constant 2**30 into the low partial product; decode the
+            # Stage 10: fold the rounding constant 2**30 into the low partial product; decode the
             # right shift as 4 * q + r (q one-hot and thermometer, r likewise).
-            l_eq = stage("l_eq", 4, Cat(*(right[3][:2] == v for v in range(4))))
-            l_gt = Cat(stage("l_gt", 3, Cat(*(right[3][:2] > v for v in range(3)))), Const(0, 1))
-            r_eq = stage("r_eq", 8, Cat(*(right[3][2:5] == v for v in range(8))))
-            r_gt = Cat(stage("r_gt", 7, Cat(*(right[3][2:5] > v for v in range(7)))), Const(0, 1))
+            l_eq = stage("l_eq", 4, Cat(*(right[10][:2] == v for v in range(4))))
+            l_gt = Cat(stage("l_gt", 3, Cat(*(right[10][:2] > v for v in range(3)))), Const(0, 1))
+            r_eq = stage("r_eq", 8, Cat(*(right[10][2:5] == v for v in range(8))))
+            r_gt = Cat(stage("r_gt", 7, Cat(*(right[10][2:5] > v for v in range(7)))), Const(0, 1))
             mid = stage("mid", signed(34), hl + lh)
             lo = stage("lo", 33, ll + (1 << 30))
             hh4 = stage("hh4", signed(32), hh)
-            # Stage 8: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
+            # Stage 11: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
             # RoundingDivideByPOT for the right shift: 2**(right-1) (or 0) and 2**(right-1) - 1 (or 0).
             t = stage("t", signed(35), mid + (lo >> 16))
             hh5 = stage("hh5", signed(32), hh4)
@@ -191,7 +212,7 @@ class Requantizer(wiring.Component):
             half = stage("half", 31, Cat(*(r_eq[(b + 1) // 4] & l_eq[(b + 1) % 4] for b in range(31))))
             half_m1 = stage("half_m1", 30, Cat(*(r_gt[(b + 1) // 4] | (r_eq[(b + 1) // 4] & l_gt[(b + 1) % 4])
                                                  for b in range(30))))
-            # Stage 9: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
+            # Stage 12: high = (prod + 2**30) >> 31 = (hh + (t >> 16)) * 2 + t[15]; INT32_MIN**2 saturates.
             # (the saturation is the flip-flops' synchronous set/reset, not a multiplexer after the
             # adder; ECP5's set/reset acts whether or not the clock enable is high, so the set is
             # "overflow and enabled": set under an enable would cost a LUT after the carry chain.
@@ -206,15 +227,16 @@ class Requantizer(wiring.Component):
             with m.Elif(en):
                 m.d.sync += high.eq(Cat(t[15], hh5 + (t >> 16))[:32].as_signed())
             half6, half_m1_6 = carry(half, 1, "half"), carry(half_m1, 1, "half_m1")
-            # Stages 10-11: RoundingDivideByPOT(high, right), ties away from zero, as
+            # Stages 13-14: RoundingDivideByPOT(high, right), ties away from zero, as
             # floor((high + 2**(right-1) - (high < 0)) / 2**right): the constant for high's sign ...
             rnd = stage("rnd", 31, Mux(high < 0, half_m1_6, half6))
             high9 = carry(high, 1, "high")
             # ... the addition ...
-            rounded = stage("rounded", signed(33), high9 + rnd)
-            # Stages 12-13: ... then the arithmetic shift, by 0..3, then by multiples of 4.
-            scaled_a = stage("scaled_a", signed(33), rounded >> right[8][:2])
-            scaled = stage("scaled", signed(32), (scaled_a >> Cat(Const(0, 2), right[9][2:5]))[:32].as_signed())
+            scaled = stage("rounded", signed(33), high9 + rnd)
+            # Stages 15-19: ... then the arithmetic shift, one bit of the amount per stage.
+            for k in range(5):
+                scaled = stage(f"scaled{k + 1}", signed(33), Mux(right[15 + k][k], scaled >> (1 << k), scaled))
+            scaled = scaled[:32].as_signed()
         else:
             # Stages 2-3: total shift 31 - shift (1..62); a stage of delay keeps both variants' latency equal.
             total = carry(stage("total", 6, (31 - p.shift)[:6]), 2, "total")
@@ -223,6 +245,7 @@ class Requantizer(wiring.Component):
             mult2 = carry(stage("mult2", signed(32), mult1), 1, "mult2")
             # Stages 4-6: partial products of acc * multiplier; the rounding constant 2**(total-1) split at bit 32.
             hh, hl, lh, ll = partial_products(acc2, mult2)
+            bypass_src, bypass_stage = acc2, 3
             rnd_lo3 = carry(stage("rnd_lo", 32, Cat(*(e == b for b in range(32)))), 2, "rnd_lo")
             rnd_hi3 = carry(stage("rnd_hi", 30, Cat(*(e == b + 32 for b in range(30)))), 2, "rnd_hi")
             # total[n]: aligned with stage n + 4's inputs.
@@ -237,46 +260,49 @@ class Requantizer(wiring.Component):
             hh5 = stage("hh5", signed(33), hh4)
             # Stage 9: the 64-bit sum prod + 2**(total-1).
             summed = stage("summed", signed(66), Cat(lo5, t[:16], hh5 + (t >> 16)).as_signed())
-            # Stages 10-13: arithmetic shift right by total (by multiples of 8, then by 0..7),
+            # Stages 10-11: arithmetic shift right by total (by multiples of 8, then by 0..7),
             # truncated to int32 as static_cast does.
             coarse = stage("coarse", signed(66), summed >> Cat(Const(0, 3), total[6][3:6]))
-            # (and two stages of delay: the double-rounding variant takes two more stages)
-            scaled = carry(stage("scaled", signed(32), (coarse >> total[7][:3])[:32].as_signed()), 2, "scaled")
+            # (and eight stages of delay: the double-rounding variant takes eight more stages)
+            scaled = carry(stage("scaled", signed(32), (coarse >> total[7][:3])[:32].as_signed()), 8, "scaled")
 
-        # Stage 14: + output offset (int32 wrap-around).
+        # Stage 20: + output offset (int32 wrap-around).
         offset = stage("offset", signed(32), (scaled + self.output_offset)[:32].as_signed())
-        # Stages 15-19: clamp to [act_min, act_max]. Both bounds are int8, so saturating to int8
+        # Stages 21-25: clamp to [act_min, act_max]. Both bounds are int8, so saturating to int8
         # first changes nothing, and then the compares are 8 bits wide instead of 32.
-        # Stage 15: is offset within int8 (bits 7..31 all equal)? Four partial tests.
+        # Stage 21: is offset within int8 (bits 7..31 all equal)? Four partial tests.
         upper = [offset[7:19], offset[19:32]]
         zeros = [stage(f"zeros{n}", 1, part == 0) for n, part in enumerate(upper)]
         ones = [stage(f"ones{n}", 1, part == (1 << len(part)) - 1) for n, part in enumerate(upper)]
         offset13 = carry(offset, 1, "offset")
-        # Stage 16: saturate to int8.
+        # Stage 22: saturate to int8.
         in_range = (zeros[0] & zeros[1]) | (ones[0] & ones[1])
         sat = stage("sat", signed(8), Mux(in_range, offset13[:8], Mux(offset13[31], -128, 127)))
-        # Stage 17: compare with the activation range: the signs of two 9-bit differences (the
+        # Stage 23: compare with the activation range: the signs of two 9-bit differences (the
         # top sum bit of a carry chain; a `<` would add a carry break-out and LUTs after it).
         below = stage("below", 1, (sat - self.act_min)[8])
         above = stage("above", 1, (self.act_max - sat)[8])
         sat15 = carry(sat, 1, "sat")
-        # Stage 18: clamp.
+        # Stage 24: clamp.
         clamped = stage("clamped", signed(8), Mux(below, self.act_min, Mux(above, self.act_max, sat15)))
-        # Stage 19: the clamped value or, in bypass, the accumulator; the bypass flag in two
+        # Stage 25: the clamped value or, in bypass, the accumulator; the bypass flag in two
         # registered copies of 16 loads each.
-        # The accumulator travels from stage 1 to stage latency - 1 in a ring buffer of
-        # latency - 3 entries with a registered read (LUT RAM and one register on ECP5, block
-        # RAM on iCE40) rather than a 17-stage line of 32-bit registers: each enabled cycle
-        # reads the entry written latency - 3 cycles earlier, then overwrites it.
-        depth = self.latency - 3
+        # The accumulator travels to stage latency - 1 in a ring buffer of 16 entries (one ECP5
+        # LUT-RAM cell deep: its pointer wraps by itself and no bank multiplexer follows the read)
+        # with a registered read (LUT RAM and one register on ECP5, block RAM on iCE40) rather
+        # than a line of 32-bit registers: each enabled cycle reads the entry written 16 cycles
+        # earlier, then overwrites it. It enters at stage `bypass_stage` (in bypass the double
+        # rounding's pre-shift is forced to zero, so `pre` is the accumulator), and registers
+        # make up the rest.
+        depth = _BYPASS_DEPTH
         m.submodules.bypass_line = line = Memory(shape=signed(32), depth=depth, init=[])
         line_w, line_r = line.write_port(), line.read_port(transparent_for=())
         ptr = Signal(range(depth))
         with m.If(en):
-            m.d.sync += ptr.eq(Mux(ptr == depth - 1, 0, ptr + 1))
-        m.d.comb += [line_w.addr.eq(ptr), line_w.data.eq(acc), line_w.en.eq(en),
+            m.d.sync += ptr.eq(ptr + 1)
+        m.d.comb += [line_w.addr.eq(ptr), line_w.data.eq(bypass_src), line_w.en.eq(en),
                      line_r.addr.eq(ptr), line_r.en.eq(en)]
-        acc_out = line_r.data
+        acc_out = carry(line_r.data, self.latency - 1 - (bypass_stage + depth + 1), "bypass_out")
         wide = Signal(signed(32))
         m.d.comb += wide.eq(clamped)
         out = Signal(signed(32))

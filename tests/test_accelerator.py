@@ -201,6 +201,6 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     assert cycles == dut.cycles(*shape)
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
-    # input register 1, array read-out cols + 6, later rows rows - 1, table lookup 4, requantizer 19,
+    # input register 1, array read-out cols + 6, later rows rows - 1, table lookup 4, requantizer 25,
     # transit to the FIFO 2, FIFO 6 (issue 1, memory read 2, hop to the queue 1, queue 2)
-    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 6) + (rows - 1) + 4 + 19 + 2 + 6
+    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 6) + (rows - 1) + 4 + 25 + 2 + 6
