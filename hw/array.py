@@ -10,13 +10,16 @@ an A tile) and a row of weights ``w[0..cols-1]`` (the same k of a W tile), with 
 then moves right one cell per cycle; column j's weight enters through j skew registers and
 moves down; so cell (i, j) sees step s at cycle ``s + i + j``, with the flags travelling
 alongside the activations. Each cell's multiplier registers its operands, its product and
-(in fabric) the product again (:class:`~hw.multiplier.Multiplier` and one register, so
-neither the DSP nor the route out of it shares a cycle with the 32-bit adder), and on
-``last`` the cell clears its accumulator (a synchronous reset: no "first" multiplexer in
-front of the carry chain) and presents its final sum for one cycle on an ``out`` register
-that is zero otherwise, so a column's read-out is an OR of its cells, in two register
-stages; the columns, which finish one cycle apart, are lined up by delay registers at the
-array's edge, and row i of a tile leaves whole ``i + cols + 6`` cycles after its last step.
+(in fabric, twice) the product again (:class:`~hw.multiplier.Multiplier` with
+``fabric_stages=2``, so neither the DSP, nor the route out of it, nor the route to the adder
+shares a cycle with the 32-bit adder), and on ``last`` the cell clears its accumulator (a
+synchronous reset: no "first" multiplexer in front of the carry chain) and presents, for one
+cycle, its accumulator before the last product on an ``out`` register and that product on
+``out_last``, both zero otherwise: a column's read-out is an OR of its cells, in two
+register stages, then one adder per column makes the sums (the cells have one adder each,
+the accumulator's). The columns, which finish one cycle apart, are lined up by delay
+registers at the array's edge, and row i of a tile leaves whole ``i + cols + 8`` cycles
+after its last step.
 Rows leave one per cycle, and a column's cells present on distinct cycles as long as tiles
 are ``max(rows, cols)`` steps apart. Consecutive tiles therefore overlap completely when
 ``K >= max(rows, cols)``; shorter tiles are padded with idle steps by the sequencer in
@@ -30,7 +33,7 @@ register needs a global enable (the high-fanout net that would otherwise limit F
 import operator
 from functools import reduce
 
-from amaranth import Module, Mux, Signal, signed
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -59,12 +62,14 @@ class MACCell(wiring.Component):
 
     ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the neighbours
     (latency 1). The product ``a * w`` comes from a :class:`~hw.multiplier.Multiplier` (operands
-    and product registered, then the product again in fabric: latency 3), while the flags wait
-    alongside; then, on a valid step, ``acc <- acc + product`` (int32 wrap). A valid ``last``
-    step clears ``acc`` (so ``acc`` is zero before every tile's first step, as after reset;
-    ``first`` is not needed) and loads the new sum into ``out``, which is zero in every other
-    cycle: ``out`` carries the tile's total for one cycle, ``result_latency`` cycles after the
-    last step entered the cell, and the array ORs a column's ``out`` registers into its read-out.
+    and product registered, then the product twice more in fabric: latency 4), while the flags
+    wait alongside; then, on a valid step, ``acc <- acc + product`` (int32 wrap). A valid
+    ``last`` step clears ``acc`` (so ``acc`` is zero before every tile's first step, as after
+    reset; ``first`` is not needed) and loads ``acc`` (the sum before this product) into
+    ``out`` and the product into ``out_last``, which are zero in every other cycle: the tile's
+    total is ``out + out_last`` (int32 wrap) in one cycle, ``result_latency`` cycles after the
+    last step entered the cell, and the array ORs a column's registers into its read-out and
+    adds the two there.
     """
 
     a: In(signed(8))
@@ -74,9 +79,11 @@ class MACCell(wiring.Component):
     w_out: Out(signed(8))
     flags_out: Out(StepFlags)
     out: Out(signed(32))
+    out_last: Out(signed(16))
 
     latency = 1
-    result_latency = Multiplier.latency + 1
+    _MUL_LATENCY = 4  # the Multiplier with two fabric registers
+    result_latency = _MUL_LATENCY + 1
 
     def __init__(self, dsp="generic"):
         self._dsp = dsp
@@ -89,7 +96,7 @@ class MACCell(wiring.Component):
         # the reset net small.
         a_out, w_out = Signal(signed(8), reset_less=True), Signal(signed(8), reset_less=True)
         acc = Signal(signed(32), reset_less=True)
-        m.submodules.mul = mul = Multiplier(8, 8, self._dsp, copies=2)
+        m.submodules.mul = mul = Multiplier(8, 8, self._dsp, copies=2, fabric_stages=2)
         m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.w), mul.en.eq(1)]
         product = mul.p
         # The flag registers are named dup_*: cells on one anti-diagonal hold identical flags,
@@ -101,7 +108,7 @@ class MACCell(wiring.Component):
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.flags_out.eq(flags_out)]
         m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), flags_out.eq(self.flags)]
         flags = flags_out
-        for n in range(1, Multiplier.latency - 1):
+        for n in range(1, self._MUL_LATENCY - 1):
             delayed = Signal(StepFlags, name=f"dup_flags_m{n + 1}")
             m.d.sync += delayed.eq(flags)
             flags = delayed
@@ -119,20 +126,21 @@ class MACCell(wiring.Component):
                 m.d.sync += acc[bits].eq(0)
             with m.Elif(enable):
                 m.d.sync += acc[bits].eq(new[bits])
-        # Read-out: `out` takes the final sum in the cycle the accumulator is cleared and is
-        # otherwise held at zero (again a synchronous reset, from a register holding the
-        # inverse), so a column needs only an OR of its cells, no select lines, and the cell
-        # keeps no copy of its sum: the array lines the columns up at its edge. The sum for
-        # `out` comes from a second adder fed by the multiplier's second fabric register: each
-        # carry chain then drives one register, which nextpnr packs into the chain's own slices
-        # (with one adder, one of the two registers sat a route away from it).
-        total = Signal(signed(32))
-        m.d.comb += total.eq((acc + mul.p_copy)[:32].as_signed())
+        # Read-out: in the cycle the accumulator is cleared, `out` takes the accumulator (the sum
+        # of every product but the last) and `out_last` the last product; both are otherwise held
+        # at zero (again a synchronous reset, from a register holding the inverse), so a column
+        # needs only an OR of its cells, no select lines, and one adder at the array's edge, not
+        # one per cell; the cell keeps no copy of its sum, and its only adder is the accumulator.
         out = Signal(signed(32), reset_less=True)
+        out_last = Signal(signed(16), reset_less=True)
         for half, bits in enumerate(_PARTS[self._dsp]):
             idle = Signal(init=1, name=f"dup_readout_idle{half}")
             m.d.sync += idle.eq(~(flags.valid & flags.last))
-            m.d.sync += out[bits].eq(Mux(idle, 0, total[bits]))
+            m.d.sync += out[bits].eq(Mux(idle, 0, acc[bits]))
+        idle = Signal(init=1, name="dup_readout_idle_p")
+        m.d.sync += idle.eq(~(flags.valid & flags.last))
+        m.d.sync += out_last.eq(Mux(idle, 0, mul.p_copy))
+        m.d.comb += self.out_last.eq(out_last)
         m.d.comb += self.out.eq(out)
         return m
 
@@ -175,7 +183,7 @@ class SystolicArray(wiring.Component):
     @property
     def latency(self):
         """Cycles from a tile's last step to its row 0 being presented on ``row_*`` (row i follows i cycles later)."""
-        return self.cols + MACCell.result_latency + 2
+        return self.cols + MACCell.result_latency + 3
 
     def elaborate(self, platform):
         m = Module()
@@ -196,20 +204,20 @@ class SystolicArray(wiring.Component):
                 else:
                     m.d.comb += cell.w.eq(cells[i - 1][j].w_out)
 
-        # Cell (i, j) presents its result on `out` D_i - (cols - 1 - j) cycles after the tile's
-        # last step entered the array, where D_i = i + cols - 1 + result_latency (the last cell
-        # of row i). With tiles >= max(rows, cols) steps apart at most one row of a column is
-        # presented per cycle, and a column's read-out is the OR of its cells' `out`: groups of
-        # four rows, registered, then the groups, registered (so no wide OR sits in one cycle).
-        # Then column j waits cols - j cycles at the array's edge, so that row i leaves
-        # whole in cycle D_i + 3, away from the DSPs (a cell keeps no copy of its sum). A
-        # delay line of (last, tag) gives the row's valid flag and tag.
+        # Cell (i, j) presents its result on `out`/`out_last` D_i - (cols - 1 - j) cycles after
+        # the tile's last step entered the array, where D_i = i + cols - 1 + result_latency (the
+        # last cell of row i). With tiles >= max(rows, cols) steps apart at most one row of a
+        # column is presented per cycle, and a column's read-out is the OR of its cells' registers:
+        # groups of four rows, registered, then the groups, registered (so no wide OR sits in one
+        # cycle), then out + out_last, registered. Then column j waits cols - j cycles at the
+        # array's edge, so that row i leaves whole in cycle D_i + 4, away from the DSPs (a cell
+        # keeps no copy of its sum). A delay line of (last, tag) gives the row's valid flag and tag.
         RL = MACCell.result_latency
         ready_at = [C - 1 + RL + i for i in range(R)]  # D_i
         last = Signal()
         m.d.comb += last.eq(self.flags.valid & self.flags.last)
         line = [(last, self.tag)]
-        for k in range(ready_at[-1] + 2):
+        for k in range(ready_at[-1] + 3):
             prev_last, prev_tag = line[-1]
             # (dup_: Yosys would merge these with the cells' identical flag registers, far away)
             l_reg = Signal(name=f"dup_done_last{k + 1}")
@@ -222,18 +230,21 @@ class SystolicArray(wiring.Component):
         for j in range(C):
             parts = []
             for g, rows in enumerate(groups):
-                part = Signal(32, name=f"readout_c{j}_g{g}", reset_less=True)
-                m.d.sync += part.eq(reduce(operator.or_, (cells[i][j].out.as_unsigned() for i in rows)))
+                part = Signal(48, name=f"readout_c{j}_g{g}", reset_less=True)
+                m.d.sync += part.eq(reduce(operator.or_, (Cat(cells[i][j].out, cells[i][j].out_last)
+                                                          for i in rows)))
                 parts.append(part)
-            column = Signal(32, name=f"readout_c{j}", reset_less=True)
+            column = Signal(48, name=f"readout_c{j}", reset_less=True)
             m.d.sync += column.eq(reduce(operator.or_, parts))
-            m.d.sync += row_data[j].eq(delayed(m, column, C - j - 1, f"deskew_c{j}_d", reset_less=True))
+            total = Signal(signed(32), name=f"readout_sum{j}", reset_less=True)
+            m.d.sync += total.eq(column[:32].as_signed() + column[32:].as_signed())
+            m.d.sync += row_data[j].eq(delayed(m, total, C - j - 1, f"deskew_c{j}_d", reset_less=True))
         m.d.comb += self.row_data.eq(row_data)
-        # Valid and tag follow the data, three cycles after D_i. All rows of a tile carry its tag,
+        # Valid and tag follow the data, four cycles after D_i. All rows of a tile carry its tag,
         # and the next tile's row 0 comes >= rows cycles later: the tag is captured at row 0.
         row_tag = Signal(self.tag_width, reset_less=True)
         m.d.comb += self.row_tag.eq(row_tag)
-        done0, tag0 = line[ready_at[0] + 2]
+        done0, tag0 = line[ready_at[0] + 3]
         with m.If(done0):
             m.d.sync += row_tag.eq(tag0)
         # Rows follow row 0 on consecutive cycles: a down-counter, not an OR over the delay line.

@@ -17,9 +17,11 @@ implementations, cycle for cycle identical:
   with the internal registers it routes at 508 MHz. Simulation needs a model of the
   primitive: :mod:`sim.ecp5_models` writes one.
 
-With ``copies=2`` the fabric register is duplicated and the second copy drives ``p_copy``
-(the same value in every cycle), for a consumer with two adders that should each be
-the only load of their operand (see :class:`~hw.array.MACCell`).
+With ``fabric_stages=2`` the product goes through two fabric registers (latency 4): one
+for the route out of the DSP and one for the route to the consumer, which may sit apart (the
+MAC cells, see :class:`~hw.array.MACCell`). With ``copies=2`` the last fabric register is
+duplicated and the second copy drives ``p_copy`` (the same value in every cycle), for a
+consumer whose adder should be the only load of its operand.
 
 Operands up to 18 bits, signed (pass unsigned values zero-extended into a signed shape).
 """
@@ -34,17 +36,15 @@ DSP_KINDS = ("generic", "ecp5")
 
 
 class Multiplier(wiring.Component):
-    """``p = a * b``, latency 3 (see module docstring).
+    """``p = a * b``, latency 2 + ``fabric_stages`` (see module docstring).
 
     Parameters: ``a_width``, ``b_width`` (signed widths, 2..18), ``dsp`` ("generic" or "ecp5"),
-    ``copies`` (1 or 2).
+    ``copies`` (1 or 2), ``fabric_stages`` (1 or 2).
     Members: ``a``: In(signed(a_width)), ``b``: In(signed(b_width)), ``en``: In(1),
     ``p``: Out(signed(a_width + b_width)); with ``copies=2`` also ``p_copy`` (equal to ``p``).
     """
 
-    latency = 3
-
-    def __init__(self, a_width, b_width, dsp="generic", copies=1):
+    def __init__(self, a_width, b_width, dsp="generic", copies=1, fabric_stages=1):
         if dsp not in DSP_KINDS:
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"dsp must be one of {DSP_KINDS}, got {dsp!r}")
@@ -55,7 +55,11 @@ class Multiplier(wiring.Component):
         if copies not in (1, 2):
             self._MustUse__silence = True
             raise ValueError(f"copies must be 1 or 2, got {copies!r}")
-        self.dsp, self.copies = dsp, copies
+        if fabric_stages not in (1, 2):
+            self._MustUse__silence = True
+            raise ValueError(f"fabric_stages must be 1 or 2, got {fabric_stages!r}")
+        self.dsp, self.copies, self.fabric_stages = dsp, copies, fabric_stages
+        self.latency = 2 + fabric_stages
         members = {"a": In(signed(a_width)), "b": In(signed(b_width)), "en": In(1),
                    "p": Out(signed(a_width + b_width))}
         if copies == 2:
@@ -63,9 +67,14 @@ class Multiplier(wiring.Component):
         super().__init__(members)
 
     def _fabric_registers(self, m, product):
-        """The last stage: ``product`` registered in fabric, in ``copies`` registers."""
+        """The last stages: ``product`` registered in fabric, the last register in ``copies`` copies."""
         # (named dup_*: fpga.synth keeps both copies, Yosys would merge them)
-        for port, name in (("p", "dup_p2"), ("p_copy", "dup_p2_copy"))[:self.copies]:
+        for n in range(self.fabric_stages - 1):
+            reg = Signal.like(self.p, reset_less=True, name=f"dup_p{n + 2}")
+            with m.If(self.en):
+                m.d.sync += reg.eq(product)
+            product = reg
+        for port, name in (("p", "dup_pf"), ("p_copy", "dup_pf_copy"))[:self.copies]:
             reg = Signal.like(self.p, reset_less=True, name=name)
             with m.If(self.en):
                 m.d.sync += reg.eq(product)

@@ -173,6 +173,8 @@ def test_accelerator_rejects_bad_ram_and_dsp():
 def test_multiplier_rejects_bad_parameters():
     with pytest.raises(ValueError, match=r"copies must be 1 or 2, got 3"):
         Multiplier(8, 8, copies=3)
+    with pytest.raises(ValueError, match=r"fabric_stages must be 1 or 2, got 3"):
+        Multiplier(8, 8, fabric_stages=3)
     with pytest.raises(ValueError, match=r"a_width must be 2..18, got 19"):
         Multiplier(19, 8)
 
@@ -201,6 +203,6 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     assert cycles == dut.cycles(*shape)
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
-    # input register 1, array read-out cols + 6, later rows rows - 1, table lookup 4, requantizer 25,
+    # input register 1, array read-out cols + 8, later rows rows - 1, table lookup 4, requantizer 25,
     # transit to the FIFO 2, FIFO 6 (issue 1, memory read 2, hop to the queue 1, queue 2)
-    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 6) + (rows - 1) + 4 + 25 + 2 + 6
+    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 8) + (rows - 1) + 4 + 25 + 2 + 6
