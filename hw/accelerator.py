@@ -27,7 +27,8 @@ Flow control without a global stall: the array and the requantizer lanes never s
 cycles travel through them as invalid steps); finished rows go into an output FIFO of
 :attr:`Accelerator.fifo_depth` rows that feeds ``res``. A tile's first step is accepted only
 when the FIFO has room for all rows of the tiles in flight plus this one's (a credit
-counter, whose rows read from ``res`` come back through two registers), so backpressure on
+counter, which sees rows read from ``res`` through registers and counts a few cycles late, so
+it leaves room for the tiles admitted meanwhile), so backpressure on
 ``res`` fills the FIFO and then holds ``act``/``wts`` off; nothing is lost, duplicated or
 reordered. The depth is chosen so that credits never throttle a full-rate stream. The FIFO
 is one per lane, in lockstep: rows in a memory (block RAM on ECP5) moved by credit into a
@@ -137,6 +138,9 @@ class Accelerator(wiring.Component):
     # middle of the die on ECP5, see fpga.floorplan), and from a read on ``res`` to its credit.
     _INPUT_LATENCY, _LOOKUP_LATENCY, _TRANSIT_LATENCY = 1, 4, 2
     _CREDIT_RETURN = 2
+    # Cycles by which `credit` lags the admits and reads it accounts for: `delta`, `reserved`,
+    # then `credit` itself are registers, so in cycle t it reflects admits up to t - 3.
+    _CREDIT_LAG = 3
 
     @property
     def _row_latency(self):
@@ -159,9 +163,16 @@ class Accelerator(wiring.Component):
         """Rows the output FIFO holds: every row in flight when tiles of ``min_tile_steps`` follow each
         other at full rate (a tile's rows are reserved from its first step to their read), plus slack."""
         period = self.min_tile_steps
-        held = period + self._row_latency + self.rows + _OutputFIFO.LATENCY + self._CREDIT_RETURN
-        in_flight = -(-held // period) + 1
-        return in_flight * self.rows
+        held = (period + self._row_latency + self.rows + _OutputFIFO.LATENCY + self._CREDIT_RETURN
+                + self._CREDIT_LAG - 1)
+        in_flight = -(-held // period)
+        return in_flight * self.rows + self._credit_margin
+
+    @property
+    def _credit_margin(self):
+        """Rows a tile may need beyond what `credit` has seen: its own and those of the tiles admitted
+        in the _CREDIT_LAG - 1 cycles before it (tiles are at least ``min_tile_steps`` apart)."""
+        return -(-self._CREDIT_LAG // self.min_tile_steps) * self.rows
 
     def cycles(self, m, k, n):
         """Cycles of a full-rate GEMM from the first step accepted to the last result transferred."""
@@ -233,34 +244,37 @@ class Accelerator(wiring.Component):
                          lane.i.payload.shift.eq(table.r_data.shift)]
 
         # Credits: rows reserved in the FIFO by accepted tiles and not yet read from ``res``.
-        # `credit` (room for one more tile) is a register holding the compare for the current
-        # `reserved`: each cycle it takes the compare, precomputed against constants, for
-        # whichever of (admit, read) happens, so no carry chain sits between `reserved` and the
-        # sequencer's enables.
+        # `reserved` moves by `delta`, a register holding this cycle's change (+rows for a tile
+        # admitted, -1 for a row read), so its update is one adder with no multiplexer, and
+        # `credit` (room for one more tile) is a register holding one compare of `reserved`
+        # with a constant. Both lag (see _CREDIT_LAG); the compare leaves room for the tiles
+        # admitted meanwhile, and reads counted late only make it stricter.
         reserved = Signal(range(self.fifo_depth + 1))
         credit = Signal(init=1)
 
         # Sequencer: count k within a tile (down, with a register flagging zero for ``last``), tag
         # tiles with their column-tile index, pad short tiles, admit a tile only with credit.
-        remaining = Signal(24)  # steps left in the tile after this one
+        # Only what decides a step is exact in its cycle and enabled by it (`first`, the
+        # zero flag, the padding, one register each); the 24-bit count and the tile index run a
+        # cycle behind, on the step registered (see below), so the step (from the input
+        # streams' valid bits) does not fan out to their enables.
         first = Signal(init=1)
-        tile = Signal(range(self.max_col_tiles + 1))
         # n_tiles - 1 in a register (n_tiles is stable while a layer runs): the wrap test is an
         # equality, not a carry chain after the increment.
         tiles_m1 = Signal.like(self.n_tiles, reset_less=True)
         m.d.sync += tiles_m1.eq(self.n_tiles - 1)
         # Likewise what the sequencer needs of k_steps, so no compare of the 24-bit input sits
-        # in front of its enables: K - 2, K == 1, K == 2, and for K < min_tile_steps the padding.
+        # in front of its enables: K - 2, K == 1 .. 4, and for K < min_tile_steps the padding.
         k_m2 = Signal(24, reset_less=True)
-        k_is_1, k_is_2, k_short = Signal(), Signal(), Signal()
+        k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
+        k_short = Signal()
         pad_len = Signal(range(self.min_tile_steps + 1), reset_less=True)
-        m.d.sync += [k_m2.eq(self.k_steps - 2), k_is_1.eq(self.k_steps == 1), k_is_2.eq(self.k_steps == 2),
-                     k_short.eq(self.k_steps < self.min_tile_steps),
+        m.d.sync += [k_m2.eq(self.k_steps - 2), k_short.eq(self.k_steps < self.min_tile_steps),
                      pad_len.eq(self.min_tile_steps - self.k_steps)]
-        remaining_zero = Signal()  # remaining == 0, as a register
+        m.d.sync += [k_is[n].eq(self.k_steps == n) for n in k_is]
+        remaining_zero = Signal()  # steps left in the tile after this one == 0, as a register
         pad = Signal(range(self.min_tile_steps + 1))
-        padding = Signal()
-        m.d.comb += padding.eq(pad != 0)
+        padding = Signal()  # pad != 0, as a register (no compare in front of the enables)
         open_ = Signal()
         m.d.comb += open_.eq(~padding & (~first | credit))
         step, last = Signal(), Signal()
@@ -268,8 +282,31 @@ class Accelerator(wiring.Component):
             step.eq(self.act.valid & self.wts.valid & open_),
             self.act.ready.eq(self.wts.valid & open_),
             self.wts.ready.eq(self.act.valid & open_),
-            last.eq(Mux(first, k_is_1, remaining_zero)),
+            last.eq(Mux(first, k_is[1], remaining_zero)),
         ]
+        # The step, its `first` and its `last`, a cycle later (dup_: the array's input flags
+        # hold the same values, and a merged register would drive the array too).
+        step_d, first_d, last_d = Signal(name="dup_step_d"), Signal(name="dup_first_d"), Signal(name="dup_last_d")
+        m.d.sync += [step_d.eq(step), first_d.eq(first), last_d.eq(step & last)]
+        # Steps left after the previous cycle's step, a cycle behind: remaining_d in cycle t is
+        # the count after cycle t - 2, with flags for it being 1 or 2. The count after cycle
+        # t - 1 then is remaining_d, K - 2 (a first step) or remaining_d - 1, and whether it
+        # is 1 follows from the flags, without a compare of the count in the step's cycle.
+        remaining_d = Signal(24)
+        rem_is_1, rem_is_2 = Signal(), Signal()
+        with m.If(step_d):
+            with m.If(first_d):
+                m.d.sync += [remaining_d.eq(k_m2), rem_is_1.eq(k_is[3]), rem_is_2.eq(k_is[4])]
+            with m.Else():
+                m.d.sync += [remaining_d.eq(remaining_d - 1), rem_is_1.eq(rem_is_2), rem_is_2.eq(remaining_d == 3)]
+        remaining_is_1 = Mux(step_d, Mux(first_d, k_is[3], rem_is_2), rem_is_1)
+        # The tile index likewise: `tile_d` is the index a cycle ago and `tile_next` its successor
+        # (wrapping at n_tiles); the current index is one of the two.
+        tile_d, tile_next, tile = (Signal(range(self.max_col_tiles + 1), name=name)
+                                   for name in ("tile_d", "tile_next", "tile"))
+        m.d.comb += tile.eq(Mux(last_d, tile_next, tile_d))
+        successor = lambda t: Mux(t == tiles_m1, 0, t + 1)  # noqa: E731
+        m.d.sync += [tile_d.eq(tile), tile_next.eq(Mux(last_d, successor(tile_next), successor(tile_d)))]
         # Input register: the step enters the array one cycle after it is accepted (only the flags reset).
         a_in = Signal.like(array.a, reset_less=True)
         w_in = Signal.like(array.w, reset_less=True)
@@ -279,31 +316,20 @@ class Accelerator(wiring.Component):
                      tag_in.eq(tile), a_in.eq(self.act.payload), w_in.eq(self.wts.payload)]
 
         with m.If(step):
-            m.d.sync += first.eq(last)
-            with m.If(first):
-                m.d.sync += [remaining.eq(k_m2), remaining_zero.eq(k_is_2)]
-            with m.Else():
-                m.d.sync += [remaining.eq(remaining - 1), remaining_zero.eq(remaining == 1)]
-            with m.If(last):
-                m.d.sync += tile.eq(tile + 1)
-                with m.If(tile == tiles_m1):
-                    m.d.sync += tile.eq(0)
-                with m.If(k_short):
-                    m.d.sync += pad.eq(pad_len)
+            m.d.sync += [first.eq(last), remaining_zero.eq(Mux(first, k_is[2], remaining_is_1))]
+            with m.If(last & k_short):
+                m.d.sync += [pad.eq(pad_len), padding.eq(1)]
         with m.Elif(padding):
-            m.d.sync += pad.eq(pad - 1)
+            m.d.sync += [pad.eq(pad - 1), padding.eq(pad != 1)]
 
         admit = step & first
         # A row read from ``res`` frees its credit _CREDIT_RETURN cycles later, through registers:
         # ``res.ready`` reaches the FIFOs' queues and these, not the sequencer's logic.
         read = delayed(m, self.res.valid & self.res.ready, self._CREDIT_RETURN, "read_d")
-        D = self.fifo_depth
-        with m.If(admit & ~read):
-            m.d.sync += [reserved.eq(reserved + R), credit.eq(reserved <= D - 2 * R)]
-        with m.Elif(admit & read):
-            m.d.sync += [reserved.eq(reserved + R - 1), credit.eq(reserved <= D - 2 * R + 1)]
-        with m.Elif(read):
-            m.d.sync += [reserved.eq(reserved - 1), credit.eq(reserved <= D - R + 1)]
+        delta = Signal(range(-1, R + 1))
+        m.d.sync += [delta.eq(Mux(admit, R, 0) - read),
+                     reserved.eq(reserved + delta),
+                     credit.eq(reserved <= self.fifo_depth - self._credit_margin)]
         return m
 
 
@@ -311,6 +337,31 @@ class Accelerator(wiring.Component):
 # Entries in one ECP5 LUT-RAM cell: the bank size of the tables and FIFOs in distributed RAM.
 _BANK_BITS = 4
 _BANK = 1 << _BANK_BITS
+
+
+def _nonempty(m, add, remove, limit, name):
+    """A register that is 1 exactly when a count, 0 after reset and moved by ``add - remove``
+    each cycle (1-bit signals), is not zero; the count stays within 0..``limit``.
+
+    The count itself runs a cycle behind (``<name>_d``, moved by the change registered), so no
+    multiplexer of ``add``/``remove`` follows its adder; whether the count is 1, which the flag
+    needs when the count goes down, follows from the registered change and flags for the
+    delayed count being 0, 1 or 2 (registers too)."""
+    count_d = Signal(range(limit + 1), name=f"{name}_d")
+    change = Signal(range(-1, 2), name=f"{name}_change")
+    m.d.sync += [change.eq(add - remove), count_d.eq(count_d + change)]
+    is0, is1, is2 = (Signal(init=n == 0, name=f"{name}_is{n}") for n in range(3))
+    with m.If(change == 1):
+        m.d.sync += [is0.eq(0), is1.eq(is0), is2.eq(is1)]
+    with m.Elif(change == -1):
+        m.d.sync += [is0.eq(is1), is1.eq(is2), is2.eq(count_d == 3)]
+    count_is_1 = Mux(change == 1, is0, Mux(change == -1, is2, is1))
+    nonempty = Signal(name=f"{name}_nonempty")
+    with m.If(add & ~remove):
+        m.d.sync += nonempty.eq(1)
+    with m.Elif(remove & ~add):
+        m.d.sync += nonempty.eq(~count_is_1)
+    return nonempty
 
 
 class _RowFIFO(wiring.Component):
@@ -332,10 +383,9 @@ class _RowFIFO(wiring.Component):
         consume = Signal(range(self.depth), name="dup_consume")
         r_rdy = Signal(name="dup_r_rdy")
         # entries in the memory (not counting r_data) != 0, as a register (no compare in front of
-        # the read enables)
-        level = Signal(range(self.depth + 1), name="dup_level")
-        nonempty = Signal(name="dup_nonempty")
+        # the read enables, and the read does not reach the count's adder)
         do_read = Signal()
+        nonempty = _nonempty(m, self.w_en, do_read, self.depth, "dup_level")
         m.d.comb += [self.r_rdy.eq(r_rdy), do_read.eq(nonempty & (~r_rdy | self.r_en))]
         with m.If(self.w_en):
             m.d.sync += produce.eq(produce + 1)
@@ -343,10 +393,6 @@ class _RowFIFO(wiring.Component):
             m.d.sync += [consume.eq(consume + 1), r_rdy.eq(1)]
         with m.Elif(self.r_en):
             m.d.sync += r_rdy.eq(0)
-        with m.If(self.w_en & ~do_read):
-            m.d.sync += [level.eq(level + 1), nonempty.eq(1)]
-        with m.Elif(do_read & ~self.w_en):
-            m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
 
         m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[], attrs=self._attrs)
         wp, rp = storage.write_port(), storage.read_port(domain="comb")
@@ -367,11 +413,12 @@ class _OutputFIFO(wiring.Component):
     ``r_data`` as the issuing side sees it (a read there comes back to it through ``_RETURN``
     registers), so ``r_en`` (``res.ready``) reaches only the queue's read side, not the memory,
     and the queue may sit away from the memory (rows go to it through ``_HOPS`` registers). A
-    row's credit is out for 1 + 2 + ``_HOPS`` + 2 + ``_RETURN`` = 8 cycles at full rate, fewer
-    than ``QUEUE``. The memory reads every cycle and never stalls; a valid bit travels with an
-    issued row's two-cycle read. With ``dsp="ecp5"`` the memory is two ``DP16KD`` block RAMs
-    (1024 x 18, with their output registers as the second read cycle), otherwise an inferred
-    memory (``ram_style`` = ``ram``) with a synchronous read port and a register.
+    row's credit is out for 1 + 2 + ``_HOPS`` + 2 + ``_RETURN`` = 8 cycles at full rate, and is
+    counted 2 cycles late, fewer than ``QUEUE`` - 2. The memory reads every cycle and never
+    stalls; a valid bit travels with an issued row's two-cycle read. With ``dsp="ecp5"`` the
+    memory is two ``DP16KD`` block RAMs (1024 x 18, with their output registers as the second
+    read cycle), otherwise an inferred memory (``ram_style`` = ``ram``) with a synchronous read
+    port and a register.
 
     Same interface as :class:`_RowFIFO`: a row written (``w_en``) in cycle c is at ``r_data``
     with ``r_rdy`` in cycle c + ``LATENCY`` when the FIFO is empty; a write must not come when
@@ -395,26 +442,23 @@ class _OutputFIFO(wiring.Component):
         # (dup_: the lanes' FIFOs run in lockstep; Yosys would merge their identical registers)
         produce = Signal(range(M), name="dup_produce")
         consume = Signal(range(M), name="dup_consume")
-        level = Signal(range(M + 1), name="dup_level")  # rows in the memory, not yet issued
-        nonempty = Signal(name="dup_nonempty")  # level != 0, as a register
-        issued = Signal(range(Q + 1), name="dup_issued")  # rows issued and not yet read from r_data
-        room = Signal(init=1, name="dup_room")  # issued < Q, as a register
+        room = Signal(init=1, name="dup_room")  # fewer than Q rows issued and not read: a register
         issue, read = Signal(), Signal()
+        # rows in the memory (written, not issued) != 0, as a register
+        nonempty = _nonempty(m, self.w_en, issue, M, "dup_level")
         m.d.comb += [issue.eq(nonempty & room), read.eq(self.r_en & queue.r_rdy)]
         with m.If(self.w_en):
             m.d.sync += produce.eq(produce + 1)
         with m.If(issue):
             m.d.sync += consume.eq(consume + 1)
-        with m.If(self.w_en & ~issue):
-            m.d.sync += [level.eq(level + 1), nonempty.eq(1)]
-        with m.Elif(issue & ~self.w_en):
-            m.d.sync += [level.eq(level - 1), nonempty.eq(level != 1)]
         # The credit comes back through _RETURN registers (so the queue may sit away from the memory).
+        # The issued rows are counted the same way, a cycle behind, and `room` a cycle after the
+        # count: in cycle t it has seen the issues up to t - 3, so it leaves room for three.
         read = delayed(m, read, self._RETURN, "dup_read_d")
-        with m.If(issue & ~read):
-            m.d.sync += [issued.eq(issued + 1), room.eq(issued < Q - 1)]
-        with m.Elif(read & ~issue):
-            m.d.sync += [issued.eq(issued - 1), room.eq(1)]
+        issued_d = Signal(range(Q + 1), name="dup_issued_d")
+        issued_change = Signal(range(-1, 2), name="dup_issued_change")
+        m.d.sync += [issued_change.eq(issue - read), issued_d.eq(issued_d + issued_change),
+                     room.eq(issued_d <= Q - 3)]
 
         # The memory: written at `produce`, read every cycle at `consume`; the row read arrives
         # two cycles after its issue, with the issue's valid bit delayed alongside.

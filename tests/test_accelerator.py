@@ -9,16 +9,18 @@ golden.requantized_gemm, and a mismatch reports the operands' indices and every 
 
 import numpy as np
 import pytest
+from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.accelerator import Accelerator
+from hw.accelerator import Accelerator, _nonempty
 from hw.multiplier import Multiplier
 from sim.amaranth_bench import run_full_rate
 from sim.stimulus import random_problem
 
 
 def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7):
-    """Run problems back to back; return the result rows of each."""
+    """Run problems back to back; return the result rows of each. ``p_ready``: the probability that
+    the consumer is ready in a cycle, or a function of the cycle count giving it."""
     rng = np.random.default_rng(seed)
     R, C = dut.rows, dut.cols
     results = [[] for _ in problems]
@@ -68,7 +70,7 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7):
                 if cycles > budget:
                     raise AssertionError(f"timed out after {budget} cycles: problem {pi} produced "
                                          f"{len(results[pi])} of {want} result rows (seed {seed})")
-                ready = bool(rng.random() < p_ready)
+                ready = bool(rng.random() < (p_ready(cycles) if callable(p_ready) else p_ready))
                 ctx.set(dut.res.ready, ready)
                 _, _, valid, payload = await ctx.tick().sample(dut.res.valid, dut.res.payload)
                 if valid and ready:
@@ -112,6 +114,16 @@ def test_accelerator_random_gemms(seed, rows, cols):
     assert check(dut, problems, seed) == sum(p.shape[0] * p.shape[2] for p in problems)
 
 
+def test_accelerator_short_tiles_with_gaps(seed):
+    """K = 1 .. 6 with idle cycles on half the steps: the sequencer's step count (which runs a
+    cycle behind the steps, with flags for K <= 4 and for a count of 1 or 2) meets gaps at every
+    position within a tile, the tile index wraps after every column tile."""
+    rng = np.random.default_rng(seed + 5)
+    dut = Accelerator(2, 2, max_col_tiles=4)
+    problems = [random_problem(rng, 4, k, 5) for k in range(1, 7)]
+    assert check(dut, problems, seed, p_idle=0.5) == sum(p.shape[0] * p.shape[2] for p in problems)
+
+
 def test_accelerator_single_rounding(seed):
     rng = np.random.default_rng(seed + 99)
     dut = Accelerator(2, 3, rounding="single", max_col_tiles=8)
@@ -143,13 +155,61 @@ def test_accelerator_full_rate(seed):
 
 @pytest.mark.parametrize("ram", ["distributed", "block"])
 def test_accelerator_output_fifo_full(seed, ram):
-    """A consumer that is rarely ready fills the output FIFO: the credit counter must then hold the
-    inputs off (a row written into a full FIFO would be lost and the comparison would fail)."""
+    """A consumer that is rarely ready fills the output FIFO and its queue: the credit counters must
+    then hold the inputs off and the memory's rows back (a row written into a full FIFO or queue
+    would be lost or overwritten, and the comparison would fail: in bypass every result row is
+    distinct, so not even a row swapped with another passes)."""
     rng = np.random.default_rng(seed + 5)
     dut = Accelerator(2, 2, max_col_tiles=4, ram=ram)
-    prob = random_problem(rng, 40, 2, 8)  # 80 tiles of 2 rows; credits let fifo_depth rows in
+    prob = random_problem(rng, 40, 2, 8, bypass=True)  # 80 tiles of 2 rows; credits let fifo_depth rows in
     assert prob.shape[0] * prob.shape[2] // 2 > dut.fifo_depth + 1
+    want, _ = prob.expected()
+    assert len({tuple(row) for row in want.reshape(-1, 2)}) == want.size // 2
     check(dut, [prob], seed, p_idle=0.0, p_ready=0.05)
+
+
+def test_accelerator_output_fifo_fill_and_drain(seed):
+    """A consumer that stops for 150 cycles, then takes a row every cycle for 150, and so on: the
+    output FIFO's memory fills, then drains back to back with no row written (its row count and
+    the flags that say when it reaches zero go through every value), and the queue fills and
+    empties; in bypass every result row is distinct, so a row lost, repeated or swapped fails."""
+    rng = np.random.default_rng(seed + 6)
+    dut = Accelerator(2, 2, max_col_tiles=4)
+    prob = random_problem(rng, 40, 3, 8, bypass=True)
+    want, _ = prob.expected()
+    assert len({tuple(row) for row in want.reshape(-1, 2)}) == want.size // 2
+    check(dut, [prob], seed, p_idle=0.0, p_ready=lambda cycle: float((cycle // 150) % 2))
+
+
+@pytest.mark.parametrize("limit", [3, 16])
+def test_nonempty_flag(seed, limit):
+    """The FIFOs' nonempty register (its count a cycle behind, whether it is 1 from flags) against
+    a plain count, every cycle of random adds and removes that walk the count over 0..limit,
+    with runs of adds, runs of removes and alternations."""
+    rng = np.random.default_rng(seed + limit)
+    m = Module()
+    add, remove = Signal(), Signal()
+    nonempty = _nonempty(m, add, remove, limit, "count")
+    count, checked = 0, [0]
+
+    async def bench(ctx):
+        nonlocal count
+        for n in range(3000):
+            bias = (0.8, 0.2, 0.5)[(n // 100) % 3]  # mostly adds, mostly removes, either
+            a = count < limit and rng.random() < bias
+            r = count > 0 and rng.random() < 1 - bias
+            ctx.set(add, a)
+            ctx.set(remove, r)
+            await ctx.tick()
+            count += int(a) - int(r)
+            assert ctx.get(nonempty) == (count != 0), f"cycle {n}: count {count}"
+            checked[0] += 1
+
+    sim = Simulator(m)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    assert checked[0] == 3000
 
 
 def test_accelerator_rejects_bad_ram_and_dsp():
