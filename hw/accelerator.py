@@ -267,14 +267,18 @@ class Accelerator(wiring.Component):
         # in front of its enables: K - 2, K == 1 .. 4, and for K < min_tile_steps the padding.
         k_m2 = Signal(24, reset_less=True)
         k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
-        k_short = Signal()
-        pad_len = Signal(range(self.min_tile_steps + 1), reset_less=True)
+        # (the padding after a tile of K < min_tile_steps is min_tile_steps - K idle cycles)
+        k_short, pad_is_1, pad_is_2 = Signal(), Signal(), Signal()
+        pad_m1 = Signal(range(self.min_tile_steps + 1), reset_less=True)
         m.d.sync += [k_m2.eq(self.k_steps - 2), k_short.eq(self.k_steps < self.min_tile_steps),
-                     pad_len.eq(self.min_tile_steps - self.k_steps)]
+                     pad_m1.eq(self.min_tile_steps - self.k_steps - 1),
+                     pad_is_1.eq(self.k_steps == self.min_tile_steps - 1),
+                     pad_is_2.eq(self.k_steps == self.min_tile_steps - 2)]
         m.d.sync += [k_is[n].eq(self.k_steps == n) for n in k_is]
         remaining_zero = Signal()  # steps left in the tile after this one == 0, as a register
+        padding = Signal()  # idle cycles left != 0, as a register (no compare in front of the enables)
         pad = Signal(range(self.min_tile_steps + 1))
-        padding = Signal()  # pad != 0, as a register (no compare in front of the enables)
+        pad_one = Signal()
         open_ = Signal()
         m.d.comb += open_.eq(~padding & (~first | credit))
         step, last = Signal(), Signal()
@@ -318,9 +322,16 @@ class Accelerator(wiring.Component):
         with m.If(step):
             m.d.sync += [first.eq(last), remaining_zero.eq(Mux(first, k_is[2], remaining_is_1))]
             with m.If(last & k_short):
-                m.d.sync += [pad.eq(pad_len), padding.eq(1)]
+                m.d.sync += padding.eq(1)
         with m.Elif(padding):
-            m.d.sync += [pad.eq(pad - 1), padding.eq(pad != 1)]
+            m.d.sync += padding.eq(Mux(last_d, ~pad_is_1, ~pad_one))
+        # The idle cycles left after this one, a cycle behind too: loaded a cycle after the
+        # short tile's last step, then counted down to zero by itself (no step, no `padding`
+        # in its logic), with a register flagging 1 for `padding` above.
+        with m.If(last_d & k_short):
+            m.d.sync += [pad.eq(pad_m1), pad_one.eq(pad_is_2)]
+        with m.Elif(pad != 0):
+            m.d.sync += [pad.eq(pad - 1), pad_one.eq(pad == 2)]
 
         admit = step & first
         # A row read from ``res`` frees its credit _CREDIT_RETURN cycles later, through registers:

@@ -31,7 +31,13 @@ def run_full_rate(problem, dut):
             await ctx.tick()
         ctx.set(dut.cfg.valid, 0)
         cycle, i = 0, 0
+        # (a stuck sequencer or FIFO fails here instead of hanging: at full rate a GEMM takes
+        # Accelerator.cycles(), and this allows twice that and more)
+        budget = 2 * dut.cycles(*problem.shape) + 100
         while len(results) < want:
+            if cycle > budget:
+                raise AssertionError(f"no progress: {len(results)} of {want} result rows after {cycle} cycles "
+                                     f"(Accelerator.cycles() = {dut.cycles(*problem.shape)})")
             if i < len(steps):
                 ctx.set(dut.act.payload, steps[i][0])
                 ctx.set(dut.wts.payload, steps[i][1])
