@@ -11,19 +11,23 @@ iCE40 UP5K 39. :class:`NarrowIO` puts every core port behind registers reached t
   multiple-input signature register: each chain register takes its core output XOR the next
   register), whose last ``width`` bits are the pins; every core output reaches a pin.
 
-* Between each chain and the core, one register per port bit that is not part of a chain:
-  every core input is driven by, and every core output lands in, a flip-flop the placer may
-  put anywhere. A chain register is tied to its neighbours in the chain, whose order is that
-  of the core's ports, not of its floorplan: driving ``res.ready`` straight from the input
-  chain put its source among the ``act``/``wts`` bits, 40 columns from the output FIFOs it
-  feeds, and that route was the 8x8's worst path (a real consumer's ready comes from beside
-  the FIFOs).
+* Between each chain and the core, two registers per port bit that are not part of a chain:
+  every core input is driven by, and every core output lands in, a flip-flop whose only other
+  connection is a second flip-flop, with a whole cycle for the route between them, so the
+  placer may put it beside the core logic it serves. A chain register is tied to its
+  neighbours in the chain, whose order is that of the core's ports, not of its floorplan:
+  driving ``res.ready`` straight from the input chain put its source among the ``act``/``wts``
+  bits, 40 columns from the output FIFOs it feeds, and that route was the 8x8's worst path (a
+  real consumer's ready comes from beside the FIFOs); with one register between chain and
+  core, the register taking ``act.ready`` sat 16 rows from the sequencer, next to the output
+  chain, and the route to it was the worst path of the 8x8 (a real producer's logic sits
+  beside the core's ports, not beside a scan chain).
 
 Neither chain has an enable or a load signal: a control pin fanned out to hundreds of chain
 registers across the die was the design's worst path at 167 MHz. So this is a harness for
 synthesis and timing, not a host interface (the core is simulated on its own ports). The
 routed Fmax is the core's register-to-register Fmax (the pins are registered too). The wrapper
-costs ``2 * (in_bits + out_bits)`` flip-flops (the chains padded to ``width``), the pin
+costs ``3 * (in_bits + out_bits)`` flip-flops (the chains padded to ``width``), the pin
 registers and ~``out_bits`` XOR LUTs; :mod:`fpga.synth` measures and reports it separately.
 """
 
@@ -59,7 +63,7 @@ class NarrowIO(wiring.Component):
         """Flip-flops the wrapper describes: both chains padded to ``width``, the port registers and
         the ``si`` pin register."""
         pad = lambda n: -(-n // self._width) * self._width  # noqa: E731
-        return pad(self.in_bits) + pad(self.out_bits) + self.in_bits + self.out_bits + self._width
+        return pad(self.in_bits) + pad(self.out_bits) + 2 * (self.in_bits + self.out_bits) + self._width
 
     def elaborate(self, platform):
         m = Module()
@@ -72,13 +76,15 @@ class NarrowIO(wiring.Component):
         m.d.sync += chain_in.eq(Cat(chain_in[W:], si))
         # (without a reset: port register i and chain register i - width load the same bit, and
         # Yosys would merge the two into one, chain register, if they were alike)
+        ports_in_far = Signal(self.in_bits, reset_less=True)
         ports_in = Signal(self.in_bits, reset_less=True)
-        m.d.sync += ports_in.eq(chain_in)
+        m.d.sync += [ports_in_far.eq(chain_in), ports_in.eq(ports_in_far)]
         m.d.comb += Cat(*self._inputs).eq(ports_in)
 
         ports_out = Signal(self.out_bits)
-        m.d.sync += ports_out.eq(Cat(*self._outputs))
+        ports_out_far = Signal(self.out_bits)
+        m.d.sync += [ports_out.eq(Cat(*self._outputs)), ports_out_far.eq(ports_out)]
         chain_out = Signal(-(-self.out_bits // W) * W)
-        m.d.sync += chain_out.eq(ports_out ^ chain_out[W:])
+        m.d.sync += chain_out.eq(ports_out_far ^ chain_out[W:])
         m.d.comb += self.so.eq(chain_out[:W])
         return m

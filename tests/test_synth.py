@@ -103,7 +103,7 @@ def test_narrow_io_scan_chain_and_signature():
 
     width = 4
     dut = NarrowIO(Toy(), width=width)
-    assert (dut.in_bits, dut.out_bits, dut.register_bits) == (11, 11, 12 + 12 + 11 + 11 + 4)
+    assert (dut.in_bits, dut.out_bits, dut.register_bits) == (11, 11, 12 + 12 + 2 * (11 + 11) + 4)
     rng = np.random.default_rng(5)
     pins = [int(v) for v in rng.integers(0, 16, 40)]
     seen = []
@@ -119,14 +119,15 @@ def test_narrow_io_scan_chain_and_signature():
     sim.add_testbench(bench)
     sim.run()
 
-    # Model, cycle by cycle: si register, 12-bit input chain, its low 11 bits registered into x,
-    # y = x + 1 registered, y registered, 12-bit signature chain_out = y_reg ^ (chain_out >> 4),
-    # so = chain_out[:4].
-    si = chain_in = x = y = y_reg = chain_out = 0
+    # Model, cycle by cycle: si register, 12-bit input chain, its low 11 bits registered twice
+    # into x, y = x + 1 registered, y registered twice, 12-bit signature
+    # chain_out = y_reg2 ^ (chain_out >> 4), so = chain_out[:4].
+    si = chain_in = x_far = x = y = y_reg = y_reg2 = chain_out = 0
     want = []
     for value in pins:  # one clock edge each; `so` is read after it
-        si, chain_in, x, y, y_reg, chain_out = (value, (chain_in >> 4) | (si << 8), chain_in & 0x7FF,
-                                                (x + 1) & 0x7FF, y, y_reg ^ (chain_out >> 4))
+        si, chain_in, x_far, x, y, y_reg, y_reg2, chain_out = (
+            value, (chain_in >> 4) | (si << 8), chain_in & 0x7FF, x_far, (x + 1) & 0x7FF, y, y_reg,
+            y_reg2 ^ (chain_out >> 4))
         want.append(chain_out & 0xF)
     assert seen == want
     assert len(set(seen)) > 4
