@@ -19,8 +19,10 @@ implementations, cycle for cycle identical:
 
 With ``fabric_stages=2`` the product goes through two fabric registers (latency 4): one
 for the route out of the DSP and one for the route to the consumer, which may sit apart (the
-MAC cells, see :class:`~hw.array.MACCell`). With ``copies=2`` the last fabric register is
-duplicated and the second copy drives ``p_copy`` (the same value in every cycle), for a
+MAC cells, see :class:`~hw.array.MACCell`). With ``dsp="generic"`` the extra stage is a
+second register on the operands instead, the same cycle for cycle (see ``elaborate``).
+With ``copies=2`` the last fabric register is duplicated and the second copy drives
+``p_copy`` (the same value in every cycle), for a
 consumer whose adder should be the only load of its operand.
 
 Operands up to 18 bits, signed (pass unsigned values zero-extended into a signed shape).
@@ -66,10 +68,11 @@ class Multiplier(wiring.Component):
             members["p_copy"] = Out(signed(a_width + b_width))
         super().__init__(members)
 
-    def _fabric_registers(self, m, product):
-        """The last stages: ``product`` registered in fabric, the last register in ``copies`` copies."""
+    def _fabric_registers(self, m, product, stages):
+        """The last stages: ``product`` registered ``stages`` times in fabric, the last register
+        in ``copies`` copies."""
         # (named dup_*: fpga.synth keeps both copies, Yosys would merge them)
-        for n in range(self.fabric_stages - 1):
+        for n in range(stages - 1):
             reg = Signal.like(self.p, reset_less=True, name=f"dup_p{n + 2}")
             with m.If(self.en):
                 m.d.sync += reg.eq(product)
@@ -83,16 +86,24 @@ class Multiplier(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         if self.dsp == "generic":
-            a = Signal.like(self.a, reset_less=True)
-            b = Signal.like(self.b, reset_less=True)
+            # (a second fabric stage is a second operand register here, not a register after the
+            # product: with two registers after `*`, Yosys' iCE40 DSP mapping (synth_ice40 -dsp,
+            # Yosys 0.70) tied the product to constant zero, "Driver-driver conflict ... Resolved
+            # using constant"; the latency and every cycle are the same)
+            a, b = self.a, self.b
+            for _ in range(self.fabric_stages):
+                a_reg, b_reg = Signal.like(self.a, reset_less=True), Signal.like(self.b, reset_less=True)
+                with m.If(self.en):
+                    m.d.sync += [a_reg.eq(a), b_reg.eq(b)]
+                a, b = a_reg, b_reg
             p = Signal.like(self.p, reset_less=True)
             with m.If(self.en):
-                m.d.sync += [a.eq(self.a), b.eq(self.b), p.eq(a * b)]
-            self._fabric_registers(m, p)
+                m.d.sync += p.eq(a * b)
+            self._fabric_registers(m, p, 1)
             return m
 
         a18, b18, p36 = Signal(signed(18)), Signal(signed(18)), Signal(signed(36))
-        self._fabric_registers(m, p36[:len(self.p)])
+        self._fabric_registers(m, p36[:len(self.p)], self.fabric_stages)
         m.d.comb += [a18.eq(self.a), b18.eq(self.b)]
         zero = Const(0, 1)
         ports = {f"i_A{k}": a18[k] for k in range(18)}
