@@ -82,7 +82,8 @@ class MACCell(wiring.Component):
     out_last: Out(signed(16))
 
     latency = 1
-    _MUL_LATENCY = 4  # the Multiplier with two fabric registers
+    _MUL_FABRIC_STAGES = 2
+    _MUL_LATENCY = Multiplier.latency_of(_MUL_FABRIC_STAGES)
     result_latency = _MUL_LATENCY + 1
 
     def __init__(self, dsp="generic"):
@@ -96,7 +97,7 @@ class MACCell(wiring.Component):
         # the reset net small.
         a_out, w_out = Signal(signed(8), reset_less=True), Signal(signed(8), reset_less=True)
         acc = Signal(signed(32), reset_less=True)
-        m.submodules.mul = mul = Multiplier(8, 8, self._dsp, copies=2, fabric_stages=2)
+        m.submodules.mul = mul = Multiplier(8, 8, self._dsp, copies=2, fabric_stages=self._MUL_FABRIC_STAGES)
         m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.w), mul.en.eq(1)]
         product = mul.p
         # The flag registers are named dup_*: cells on one anti-diagonal hold identical flags,

@@ -22,8 +22,8 @@ for the route out of the DSP and one for the route to the consumer, which may si
 MAC cells, see :class:`~hw.array.MACCell`). With ``dsp="generic"`` the extra stage is a
 second register on the operands instead, the same cycle for cycle (see ``elaborate``).
 With ``copies=2`` the last fabric register is duplicated and the second copy drives
-``p_copy`` (the same value in every cycle), for a
-consumer whose adder should be the only load of its operand.
+``p_copy`` (the same value in every cycle), for a consumer whose adder should be the only
+load of its operand.
 
 Operands up to 18 bits, signed (pass unsigned values zero-extended into a signed shape).
 """
@@ -46,6 +46,11 @@ class Multiplier(wiring.Component):
     ``p``: Out(signed(a_width + b_width)); with ``copies=2`` also ``p_copy`` (equal to ``p``).
     """
 
+    @staticmethod
+    def latency_of(fabric_stages):
+        """The latency of a multiplier with ``fabric_stages`` fabric registers."""
+        return 2 + fabric_stages
+
     def __init__(self, a_width, b_width, dsp="generic", copies=1, fabric_stages=1):
         if dsp not in DSP_KINDS:
             self._MustUse__silence = True  # a refused object is not an unused design
@@ -61,7 +66,7 @@ class Multiplier(wiring.Component):
             self._MustUse__silence = True
             raise ValueError(f"fabric_stages must be 1 or 2, got {fabric_stages!r}")
         self.dsp, self.copies, self.fabric_stages = dsp, copies, fabric_stages
-        self.latency = 2 + fabric_stages
+        self.latency = self.latency_of(fabric_stages)
         members = {"a": In(signed(a_width)), "b": In(signed(b_width)), "en": In(1),
                    "p": Out(signed(a_width + b_width))}
         if copies == 2:

@@ -302,7 +302,9 @@ class Requantizer(wiring.Component):
             m.d.sync += ptr.eq(ptr + 1)
         m.d.comb += [line_w.addr.eq(ptr), line_w.data.eq(bypass_src), line_w.en.eq(en),
                      line_r.addr.eq(ptr), line_r.en.eq(en)]
-        acc_out = carry(line_r.data, self.latency - 1 - (bypass_stage + depth + 1), "bypass_out")
+        bypass_wait = self.latency - 1 - (bypass_stage + depth + 1)
+        assert bypass_wait >= 0, "the bypass line is longer than the pipeline"
+        acc_out = carry(line_r.data, bypass_wait, "bypass_out")
         wide = Signal(signed(32))
         m.d.comb += wide.eq(clamped)
         out = Signal(signed(32))
