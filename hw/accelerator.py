@@ -130,8 +130,10 @@ class Accelerator(wiring.Component):
 
     @property
     def min_tile_steps(self):
-        """Shortest tile (steps); shorter tiles are padded with idle cycles up to this."""
-        return self._array.min_tile_steps
+        """Shortest tile (steps); shorter tiles are padded with idle cycles up to this. The array's
+        own minimum, but at least 2: the sequencer computes a tile's successor index in the cycle
+        after the tile's index changed, so two tiles' last steps never fall in consecutive cycles."""
+        return max(2, self._array.min_tile_steps)
 
     # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
     # lookup), from a lane's output to its FIFO (registers: the FIFOs' block RAMs sit in the
@@ -304,13 +306,21 @@ class Accelerator(wiring.Component):
             with m.Else():
                 m.d.sync += [remaining_d.eq(remaining_d - 1), rem_is_1.eq(rem_is_2), rem_is_2.eq(remaining_d == 3)]
         remaining_is_1 = Mux(step_d, Mux(first_d, k_is[3], rem_is_2), rem_is_1)
-        # The tile index likewise: `tile_d` is the index a cycle ago and `tile_next` its successor
-        # (wrapping at n_tiles); the current index is one of the two.
-        tile_d, tile_next, tile = (Signal(range(self.max_col_tiles + 1), name=name)
-                                   for name in ("tile_d", "tile_next", "tile"))
-        m.d.comb += tile.eq(Mux(last_d, tile_next, tile_d))
-        successor = lambda t: Mux(t == tiles_m1, 0, t + 1)  # noqa: E731
-        m.d.sync += [tile_d.eq(tile), tile_next.eq(Mux(last_d, successor(tile_next), successor(tile_d)))]
+        # The tile index: `tile` moves to `tile_next` in the cycle after a tile's last step. The
+        # array takes a tile's tag with its last step (see SystolicArray), which comes at least
+        # min_tile_steps >= 2 cycles after the previous tile's, so `tile` is current by then.
+        # `tile_next` is the successor of `tile` (wrapping at n_tiles) a cycle late, from a
+        # register flagging `tile` == n_tiles - 1: an increment with a synchronous reset, no
+        # compare or multiplexer in that cycle; it is current whenever `tile` moves, for the same
+        # reason. (The flag follows `tile` when no tile ends too, so it sees n_tiles change
+        # between layers.)
+        tile, tile_next = (Signal(range(self.max_col_tiles + 1), name=name) for name in ("tile", "tile_next"))
+        tile_wraps = Signal()
+        with m.If(last_d):
+            m.d.sync += [tile.eq(tile_next), tile_wraps.eq(tile_next == tiles_m1)]
+        with m.Else():
+            m.d.sync += tile_wraps.eq(tile == tiles_m1)
+        m.d.sync += tile_next.eq(Mux(tile_wraps, 0, tile + 1))
         # Input register: the step enters the array one cycle after it is accepted (only the flags reset).
         a_in = Signal.like(array.a, reset_less=True)
         w_in = Signal.like(array.w, reset_less=True)

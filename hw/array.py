@@ -154,7 +154,8 @@ class SystolicArray(wiring.Component):
     a : In(ArrayLayout(signed(8), rows)); w : In(ArrayLayout(signed(8), cols)); flags : In(StepFlags)
         The step presented in a cycle (``flags.valid`` low for an idle cycle).
     tag : In(tag_width)
-        Carried with the step to the row read-out (the accelerator passes the column-tile index).
+        Carried to the row read-out: a tile's rows carry the tag presented with its last step
+        (``flags.last``); the accelerator passes the column-tile index.
     row_valid : Out(1); row_tag : Out(tag_width)
     row_data : Out(ArrayLayout(signed(32), cols))
         A completed output row, valid for one cycle.

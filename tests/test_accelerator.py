@@ -41,19 +41,21 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7):
                 ctx.set(dut.cfg.valid, 1)
                 await ctx.tick()
             ctx.set(dut.cfg.valid, 0)
-            for a_col, w_row in prob.steps(R, C):
-                for i, v in enumerate(a_col):
-                    ctx.set(dut.act.payload[i], v)
-                for j, v in enumerate(w_row):
-                    ctx.set(dut.wts.payload[j], v)
-                ctx.set(dut.act.valid, 1)
-                ctx.set(dut.wts.valid, 1)
-                while rng.random() < p_idle:  # an idle gap on one of the two streams
-                    ctx.set(dut.act.valid if rng.random() < 0.5 else dut.wts.valid, 0)
-                    await ctx.tick()
-                    ctx.set(dut.act.valid, 1)
-                    ctx.set(dut.wts.valid, 1)
-                await ctx.tick().until(dut.act.ready)
+            # The two streams driven independently, as a stream's source may: in each cycle either
+            # may idle, and an item is sent when it was presented with ``ready`` high.
+            steps = list(prob.steps(R, C))
+            sent = [0, 0]
+            while min(sent) < len(steps):
+                for s, port in enumerate((dut.act, dut.wts)):
+                    live = sent[s] < len(steps) and rng.random() >= p_idle
+                    if live:
+                        for lane, v in enumerate(steps[sent[s]][s]):
+                            ctx.set(port.payload[lane], v)
+                    ctx.set(port.valid, live)
+                _, _, a_valid, a_ready, w_valid, w_ready = await ctx.tick().sample(
+                    dut.act.valid, dut.act.ready, dut.wts.valid, dut.wts.ready)
+                sent[0] += a_valid and a_ready
+                sent[1] += w_valid and w_ready
             ctx.set(dut.act.valid, 0)
             ctx.set(dut.wts.valid, 0)
 
@@ -263,6 +265,8 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     assert cycles == dut.cycles(*shape)
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
-    # input register 1, array read-out cols + 8, later rows rows - 1, table lookup 4, requantizer 25,
-    # transit to the FIFO 2, FIFO 6 (issue 1, memory read 2, hop to the queue 1, queue 2)
-    assert dut.cycles(*shape) == (tiles - 1) * max(k, rows, cols) + k + 1 + (cols + 8) + (rows - 1) + 4 + 25 + 2 + 6
+    # (tiles at least 2 steps apart) input register 1, array read-out cols + 8, later rows
+    # rows - 1, table lookup 4, requantizer 25, transit to the FIFO 2, FIFO 6 (issue 1, memory
+    # read 2, hop to the queue 1, queue 2)
+    assert dut.cycles(*shape) == ((tiles - 1) * max(k, rows, cols, 2) + k
+                                  + 1 + (cols + 8) + (rows - 1) + 4 + 25 + 2 + 6)
