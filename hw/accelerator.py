@@ -4,9 +4,9 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 
 1. Set the per-layer inputs: ``k_steps`` (K >= 1), ``n_tiles`` (column tiles,
    ceil(N / cols)), ``output_offset`` (output zero point), ``act_min``/``act_max`` and
-   ``bypass``. They must stay stable while a layer runs, from at least one cycle before its
-   first step (the accelerator keeps values derived from them in registers) to its last
-   result.
+   ``bypass``. They must stay stable while a layer runs, from at least two cycles before its
+   first step (the accelerator keeps values derived from them in registers, some made from
+   a registered copy) to its last result.
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
@@ -266,17 +266,22 @@ class Accelerator(wiring.Component):
         tiles_m1 = Signal.like(self.n_tiles, reset_less=True)
         m.d.sync += tiles_m1.eq(self.n_tiles - 1)
         # Likewise what the sequencer needs of k_steps, so no compare of the 24-bit input sits
-        # in front of its enables: K - 2, K == 1 .. 4, and for K < min_tile_steps the padding.
+        # in front of its enables: K - 2, K == 1 .. 4, and for K < min_tile_steps the padding,
+        # from a copy of k_steps in a register (so the compares and the subtractions start at a
+        # register beside them, not at the port: from a register at the port, the compare was
+        # the worst path of the 8x8 in two placements).
+        k_steps = Signal.like(self.k_steps, reset_less=True)
+        m.d.sync += k_steps.eq(self.k_steps)
         k_m2 = Signal(24, reset_less=True)
         k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
         # (the padding after a tile of K < min_tile_steps is min_tile_steps - K idle cycles)
         k_short, pad_is_1, pad_is_2 = Signal(), Signal(), Signal()
         pad_m1 = Signal(range(self.min_tile_steps + 1), reset_less=True)
-        m.d.sync += [k_m2.eq(self.k_steps - 2), k_short.eq(self.k_steps < self.min_tile_steps),
-                     pad_m1.eq(self.min_tile_steps - self.k_steps - 1),
-                     pad_is_1.eq(self.k_steps == self.min_tile_steps - 1),
-                     pad_is_2.eq(self.k_steps == self.min_tile_steps - 2)]
-        m.d.sync += [k_is[n].eq(self.k_steps == n) for n in k_is]
+        m.d.sync += [k_m2.eq(k_steps - 2), k_short.eq(k_steps < self.min_tile_steps),
+                     pad_m1.eq(self.min_tile_steps - k_steps - 1),
+                     pad_is_1.eq(k_steps == self.min_tile_steps - 1),
+                     pad_is_2.eq(k_steps == self.min_tile_steps - 2)]
+        m.d.sync += [k_is[n].eq(k_steps == n) for n in k_is]
         remaining_zero = Signal()  # steps left in the tile after this one == 0, as a register
         padding = Signal()  # idle cycles left != 0, as a register (no compare in front of the enables)
         pad = Signal(range(self.min_tile_steps + 1))

@@ -198,6 +198,9 @@ class TB:
     async def run(self, problem, label, max_cycles=None, stop_after=None):
         """Program the tables, then stream the steps and collect every result row."""
         self.load(problem)
+        # (a cycle before the first table write: the layer registers must be set two cycles
+        # before the first step, and a problem may need a single table write)
+        await FallingEdge(self.dut.clk)
         want_rows = problem.n_result_rows(ROWS, COLS)
         steps = len(self.act.queue)
         budget = max_cycles or 50 * (steps + want_rows + len(self.cfg.queue)) + 200

@@ -32,6 +32,10 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7):
                 await ctx.tick()
             for name, value in prob.layer_registers(R, C).items():
                 ctx.set(getattr(dut, name), value)
+            # (the registers are set two cycles before the first step, as the accelerator needs:
+            # this cycle, then at least one table write; problems with one table write test
+            # exactly that)
+            await ctx.tick()
             for addr, lane, bias, mult, shift in prob.table_writes(R, C):
                 ctx.set(dut.cfg.payload.addr, addr)
                 ctx.set(dut.cfg.payload.lane, lane)
@@ -124,6 +128,18 @@ def test_accelerator_short_tiles_with_gaps(seed):
     dut = Accelerator(2, 2, max_col_tiles=4)
     problems = [random_problem(rng, 4, k, 5) for k in range(1, 7)]
     assert check(dut, problems, seed, p_idle=0.5) == sum(p.shape[0] * p.shape[2] for p in problems)
+
+
+def test_accelerator_layer_registers_two_cycles_ahead(seed):
+    """Layers of one table write each (one column, N = 1) back to back with no idle cycle: the
+    first step comes exactly two cycles after the layer registers change (the accelerator's
+    contract), and K (1, 2 and longer), hence every flag made from it, differs from the last
+    layer's each time."""
+    rng = np.random.default_rng(seed + 21)
+    dut = Accelerator(2, 1, max_col_tiles=2)
+    problems = [random_problem(rng, 3, k, 1) for k in (1, 5, 2, 1, 3, 2, 9, 1)]
+    assert all(len(list(p.table_writes(2, 1))) == 1 for p in problems)
+    assert check(dut, problems, seed, p_idle=0.0, p_ready=1.0) == sum(p.shape[0] for p in problems)
 
 
 def test_accelerator_single_rounding(seed):
