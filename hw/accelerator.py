@@ -353,7 +353,9 @@ class Accelerator(wiring.Component):
         # ``res.ready`` reaches the FIFOs' queues and these, not the sequencer's logic.
         read = delayed(m, self.res.valid & self.res.ready, self._CREDIT_RETURN, "read_d")
         delta = Signal(range(-1, R + 1))
-        m.d.sync += [delta.eq(Mux(admit, R, 0) - read),
+        # (each bit of the change a function of `admit` and `read`: a multiplexer of constants,
+        # one LUT; as a subtraction it was a carry chain after the step logic)
+        m.d.sync += [delta.eq(Mux(admit, Mux(read, R - 1, R), Mux(read, -1, 0))),
                      reserved.eq(reserved + delta),
                      credit.eq(reserved <= self.fifo_depth - self._credit_margin)]
         return m
