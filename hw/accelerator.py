@@ -156,7 +156,7 @@ class Accelerator(wiring.Component):
 
         Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
         later rows, four cycles of table lookup, the requantizer pipeline, two transit registers
-        and the output FIFO (six cycles, see :class:`_OutputFIFO`).
+        and the output FIFO (five cycles, see :class:`_OutputFIFO`).
         """
         return self._row_latency + self.rows - 1 + _OutputFIFO.LATENCY
 
@@ -393,11 +393,15 @@ def _nonempty(m, add, remove, limit, name):
 
 
 class _RowFIFO(wiring.Component):
-    """Synchronous FIFO with a registered output, like :class:`SyncFIFOBuffered` (a write into an
-    empty queue is readable two cycles later; holds ``depth + 1`` entries), but with the storage
-    memory's attributes under our control (``ram_style``); a write must not come when it is full
-    (its user, :class:`_OutputFIFO`, counts what it sends). ``depth`` is a power of two; at 16
-    the memory is one ECP5 LUT-RAM cell deep."""
+    """Synchronous first-word-fall-through FIFO, like :class:`SyncFIFO` (a write into an empty
+    queue is at ``r_data`` with ``r_rdy`` the next cycle; holds ``depth`` entries), but with the
+    storage memory's attributes under our control (``ram_style``) and its count kept by
+    :func:`_nonempty`; a write must not come when it is full (its user, :class:`_OutputFIFO`,
+    counts what it sends). ``r_rdy`` is a register; ``r_data`` is read combinationally from the
+    memory at a register's address, so a read (``r_en``) moves only the read pointer and the
+    count's flags, not a data register (as a data register's enable, ``res.ready`` reached 32
+    flip-flops per lane through a LUT, and that net was the 8x8's worst path in two placements).
+    ``depth`` is a power of two; at 16 the memory is one ECP5 LUT-RAM cell deep."""
 
     def __init__(self, *, width, depth, attrs):
         assert depth & (depth - 1) == 0, depth
@@ -409,26 +413,20 @@ class _RowFIFO(wiring.Component):
         # wrap at depth; dup_: several FIFOs run in lockstep and must keep their own copies
         produce = Signal(range(self.depth), name="dup_produce")
         consume = Signal(range(self.depth), name="dup_consume")
-        r_rdy = Signal(name="dup_r_rdy")
-        # entries in the memory (not counting r_data) != 0, as a register (no compare in front of
-        # the read enables, and the read does not reach the count's adder)
+        # entries != 0, as a register (no compare in front of the read enables, and the read does
+        # not reach the count's adder)
         do_read = Signal()
         nonempty = _nonempty(m, self.w_en, do_read, self.depth, "dup_level")
-        m.d.comb += [self.r_rdy.eq(r_rdy), do_read.eq(nonempty & (~r_rdy | self.r_en))]
+        m.d.comb += [self.r_rdy.eq(nonempty), do_read.eq(nonempty & self.r_en)]
         with m.If(self.w_en):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
-            m.d.sync += [consume.eq(consume + 1), r_rdy.eq(1)]
-        with m.Elif(self.r_en):
-            m.d.sync += r_rdy.eq(0)
+            m.d.sync += consume.eq(consume + 1)
 
         m.submodules.storage = storage = Memory(shape=self.width, depth=self.depth, init=[], attrs=self._attrs)
         wp, rp = storage.write_port(), storage.read_port(domain="comb")
-        m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(self.w_en), rp.addr.eq(consume)]
-        r_data = Signal(self.width, reset_less=True)
-        m.d.comb += self.r_data.eq(r_data)
-        with m.If(do_read):
-            m.d.sync += r_data.eq(rp.data)
+        m.d.comb += [wp.addr.eq(produce), wp.data.eq(self.w_data), wp.en.eq(self.w_en), rp.addr.eq(consume),
+                     self.r_data.eq(rp.data)]
         return m
 
 
@@ -441,7 +439,7 @@ class _OutputFIFO(wiring.Component):
     ``r_data`` as the issuing side sees it (a read there comes back to it through ``_RETURN``
     registers), so ``r_en`` (``res.ready``) reaches only the queue's read side, not the memory,
     and the queue may sit away from the memory (rows go to it through ``_HOPS`` registers). A
-    row's credit is out for 1 + 2 + ``_HOPS`` + 2 + ``_RETURN`` = 8 cycles at full rate, and is
+    row's credit is out for 1 + 2 + ``_HOPS`` + 1 + ``_RETURN`` = 7 cycles at full rate, and is
     counted 2 cycles late, fewer than ``QUEUE`` - 2. The memory reads every cycle and never
     stalls; a valid bit travels with an issued row's two-cycle read. With ``dsp="ecp5"`` the
     memory is two ``DP16KD`` block RAMs (1024 x 18, with their output registers as the second
@@ -453,7 +451,7 @@ class _OutputFIFO(wiring.Component):
     ``depth`` rows are in the FIFO (the accelerator's credits ensure it)."""
 
     _HOPS, _RETURN = 1, 2
-    LATENCY = 1 + 2 + _HOPS + 2   # issue, memory read, hops to the queue, queue
+    LATENCY = 1 + 2 + _HOPS + 1   # issue, memory read, hops to the queue, queue
     QUEUE = _BANK
 
     def __init__(self, *, width, depth, ram, dsp):

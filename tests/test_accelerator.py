@@ -282,7 +282,7 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
     # (tiles at least 2 steps apart) input register 1, array read-out cols + 8, later rows
-    # rows - 1, table lookup 4, requantizer 25, transit to the FIFO 2, FIFO 6 (issue 1, memory
-    # read 2, hop to the queue 1, queue 2)
+    # rows - 1, table lookup 4, requantizer 25, transit to the FIFO 2, FIFO 5 (issue 1, memory
+    # read 2, hop to the queue 1, queue 1)
     assert dut.cycles(*shape) == ((tiles - 1) * max(k, rows, cols, 2) + k
-                                  + 1 + (cols + 8) + (rows - 1) + 4 + 25 + 2 + 6)
+                                  + 1 + (cols + 8) + (rows - 1) + 4 + 25 + 2 + 5)
