@@ -587,12 +587,14 @@ class _ChannelTable(wiring.Component):
             # Cycle 1 the fabric address register, cycle 2 the block RAM's read, cycle 3 its
             # output register (REGMODE OUTREG: Yosys never enables it, and without it nextpnr
             # times the DP16KD's clock-to-out at 5.8 ns). Four 1024 x 18 RAMs side by side.
-            addr = Signal(range(self.depth), name="dup_addr0", reset_less=True)
-            m.d.sync += addr.eq(self.r_addr)
+            # (one address register per RAM, dup_: with one for all four, the route from it to the
+            # farthest RAM was the 8x8's worst path in a placement, 4.6 ns)
             w_data = Cat(self.w_data.as_value(), Const(0, 18 * _DP16KD_COUNT - ChannelEntry.size))
             r_data_bits = Signal(18 * _DP16KD_COUNT)
             m.d.comb += r_data.eq(r_data_bits[:ChannelEntry.size])
             for k in range(_DP16KD_COUNT):
+                addr = Signal(range(self.depth), name=f"dup_addr{k}", reset_less=True)
+                m.d.sync += addr.eq(self.r_addr)
                 m.submodules[f"bram{k}"] = _dp16kd(self.w_addr, w_data[18 * k:18 * k + 18], self.w_en[0],
                                                    addr, r_data_bits[18 * k:18 * k + 18])
             return m
