@@ -138,7 +138,7 @@ class Requantizer(wiring.Component):
 
             ``a * b = hh * 2**32 + (hl + lh) * 2**16 + ll``; each fits an 18x18 signed DSP multiplier
             (unsigned halves zero-extended to 17 bits), so the 64-bit product costs four DSP blocks
-            and three short additions in later stages.
+            and a few additions in later stages.
             """
             a_lo, a_hi = a[:16], a[16:].as_signed()
             b_lo, b_hi = b[:16], b[16:].as_signed()
@@ -195,18 +195,27 @@ class Requantizer(wiring.Component):
             overflow = carry(stage("overflow", 1, pre_min & carry(mult_min, 1, "mult_min")), 1, "overflow")
             # SaturatingRoundingDoublingHighMul = (prod + nudge) / 2**31 truncated toward zero, which
             # for either sign of prod equals floor((prod + 2**30) / 2**31): ties go toward +inf.
-            # Stage 10: fold the rounding constant 2**30 into the low partial product; decode the
-            # right shift as 4 * q + r (q one-hot and thermometer, r likewise).
+            # Stage 10: the middle partial products, the low one's top half and the rounding
+            # constant 2**30 in carry-save form (below); decode the right shift as 4 * q + r (q
+            # one-hot and thermometer, r likewise).
             l_eq = stage("l_eq", 4, Cat(*(right[10][:2] == v for v in range(4))))
             l_gt = Cat(stage("l_gt", 3, Cat(*(right[10][:2] > v for v in range(3)))), Const(0, 1))
             r_eq = stage("r_eq", 8, Cat(*(right[10][2:5] == v for v in range(8))))
             r_gt = Cat(stage("r_gt", 7, Cat(*(right[10][2:5] > v for v in range(7)))), Const(0, 1))
-            mid = stage("mid", signed(34), hl + lh)
-            lo = stage("lo", 33, ll + (1 << 30))
+            # The sum of (prod + 2**30)'s parts below hh's weight, taken from bit 16, is
+            # t = hl + lh + ((ll + 2**30) >> 16) = hl + lh + (ll >> 16) + 2**14 (ll's low 16 bits
+            # carry nothing into it): a carry-save stage, one LUT per bit (sum and carry of three
+            # bits; at bits 14-16 the third is (ll >> 16) + 2**14, made from ll's two top bits),
+            # and one addition in the next, rather than two additions at the DSPs' outputs.
+            x = Cat(ll[16:30], ~ll[30], ll[31] ^ ll[30], ll[31] & ll[30])
+            u, v, w = (Cat(op, *([fill] * (35 - len(op))))  # to 35 bits, hl and lh signed
+                       for op, fill in ((hl, hl[-1]), (lh, lh[-1]), (x, Const(0, 1))))
+            csa_s = stage("csa_s", 35, u ^ v ^ w)
+            csa_c = stage("csa_c", 35, (u & v) | (u & w) | (v & w))
             hh4 = stage("hh4", signed(32), hh)
             # Stage 11: bits 16 and up of (prod + 2**30) below hh's weight; the rounding constants of
             # RoundingDivideByPOT for the right shift: 2**(right-1) (or 0) and 2**(right-1) - 1 (or 0).
-            t = stage("t", signed(35), mid + (lo >> 16))
+            t = stage("t", signed(35), (csa_s + (csa_c << 1))[:35].as_signed())
             hh5 = stage("hh5", signed(32), hh4)
             # (from the two halves of the shift decoded a stage earlier, so each bit is one LUT)
             half = stage("half", 31, Cat(*(r_eq[(b + 1) // 4] & l_eq[(b + 1) % 4] for b in range(31))))
