@@ -109,10 +109,16 @@ class MACCell(wiring.Component):
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.flags_out.eq(flags_out)]
         m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), flags_out.eq(self.flags)]
         flags = flags_out
-        for n in range(1, self._MUL_LATENCY - 1):
+        for n in range(1, self._MUL_LATENCY - 2):
             delayed = Signal(StepFlags, name=f"dup_flags_m{n + 1}")
             m.d.sync += delayed.eq(flags)
             flags = delayed
+        # The last delay holds "valid" and "valid and last", so each control register below
+        # copies (or inverts) one of them: no AND shared by all of them in front (ABC made it a
+        # LUT of its own, and with the reset a second level, on the cell's worst paths).
+        valid = Signal(name=f"dup_valid_m{self._MUL_LATENCY - 1}")
+        ending = Signal(name=f"dup_ending_m{self._MUL_LATENCY - 1}")
+        m.d.sync += [valid.eq(flags.valid), ending.eq(flags.valid & flags.last)]
         # No `first ? 0 : acc` multiplexer in front of the adder's carry chain: the clear is
         # the flip-flops' synchronous reset, driven by a register (high during reset, then "this
         # step is valid and last") and enabled by another; both in one copy per part of the
@@ -122,7 +128,7 @@ class MACCell(wiring.Component):
         for half, bits in enumerate(_PARTS[self._dsp]):
             clear = Signal(init=1, name=f"dup_acc_clear{half}")
             enable = Signal(name=f"dup_acc_enable{half}")
-            m.d.sync += [clear.eq(flags.valid & flags.last), enable.eq(flags.valid)]
+            m.d.sync += [clear.eq(ending), enable.eq(valid)]
             with m.If(clear):
                 m.d.sync += acc[bits].eq(0)
             with m.Elif(enable):
@@ -136,10 +142,10 @@ class MACCell(wiring.Component):
         out_last = Signal(signed(16), reset_less=True)
         for half, bits in enumerate(_PARTS[self._dsp]):
             idle = Signal(init=1, name=f"dup_readout_idle{half}")
-            m.d.sync += idle.eq(~(flags.valid & flags.last))
+            m.d.sync += idle.eq(~ending)
             m.d.sync += out[bits].eq(Mux(idle, 0, acc[bits]))
         idle = Signal(init=1, name="dup_readout_idle_p")
-        m.d.sync += idle.eq(~(flags.valid & flags.last))
+        m.d.sync += idle.eq(~ending)
         m.d.sync += out_last.eq(Mux(idle, 0, mul.p_copy))
         m.d.comb += self.out_last.eq(out_last)
         m.d.comb += self.out.eq(out)
