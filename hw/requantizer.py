@@ -246,17 +246,22 @@ class Requantizer(wiring.Component):
             # And the register's initial value is the value it is set to: an ECP5 flip-flop's
             # initial value is its set/reset value, so with init 0 Yosys turned the set into an OR
             # LUT between the carry chain and every flip-flop.)
+            # (High's sign again in a second flip-flop, dup_, for half of the rounding constant's
+            # 31 multiplexers below: one flip-flop driving all 31 was the 8x8's worst path in a
+            # placement. It is set to INT32_MAX's sign, 0, which is its initial value.)
             high = Signal(signed(32), name="high", init=INT32_MAX, reset_less=True)
+            high_sign = Signal(name="dup_high_sign", reset_less=True)
+            value = Cat(t[15], hh5 + (t >> 16))[:32].as_signed()
             saturate = Signal()
             m.d.comb += saturate.eq(overflow & en)
             with m.If(saturate):
-                m.d.sync += high.eq(INT32_MAX)
+                m.d.sync += [high.eq(INT32_MAX), high_sign.eq(0)]
             with m.Elif(en):
-                m.d.sync += high.eq(Cat(t[15], hh5 + (t >> 16))[:32].as_signed())
+                m.d.sync += [high.eq(value), high_sign.eq(value[31])]
             half6, half_m1_6 = carry(half, 1, "half"), carry(half_m1, 1, "half_m1")
             # Stages 13-14: RoundingDivideByPOT(high, right), ties away from zero, as
             # floor((high + 2**(right-1) - (high < 0)) / 2**right): the constant for high's sign ...
-            rnd = stage("rnd", 31, Mux(high < 0, half_m1_6, half6))
+            rnd = stage("rnd", 31, Cat(Mux(high < 0, half_m1_6, half6)[:16], Mux(high_sign, half_m1_6, half6)[16:]))
             high9 = carry(high, 1, "high")
             # ... the addition ...
             scaled = stage("rounded", signed(33), high9 + rnd)
