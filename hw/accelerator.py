@@ -10,7 +10,7 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
-   in the table two cycles after its transfer.
+   in the table three cycles after its transfer.
 3. Stream the tiles, row tile outer, column tile inner (``for mt: for nt: for k``): each
    step is one transfer on ``act`` (``a[mt*rows + i][k]`` for i < rows, zero-padded) and
    one on ``wts`` (``w[k][nt*cols + j]`` for j < cols, zero-padded); the two are consumed
@@ -138,11 +138,11 @@ class Accelerator(wiring.Component):
     # Cycles from an accepted step to the array, from a row read-out to a requantizer lane (table
     # lookup), from a lane's output to its FIFO (registers: the FIFOs' block RAMs sit in the
     # middle of the die on ECP5, see fpga.floorplan), and from a read on ``res`` to its credit.
-    _INPUT_LATENCY, _LOOKUP_LATENCY, _TRANSIT_LATENCY = 1, 4, 2
+    _INPUT_LATENCY, _LOOKUP_LATENCY, _TRANSIT_LATENCY = 1, 5, 2
     _CREDIT_RETURN = 2
-    # Cycles by which `credit` lags the admits and reads it accounts for: `delta`, `reserved`,
-    # then `credit` itself are registers, so in cycle t it reflects admits up to t - 3.
-    _CREDIT_LAG = 3
+    # Cycles by which `credit` lags the admits and reads it accounts for: the admit, `delta`,
+    # `reserved`, then `credit` itself are registers, so in cycle t it reflects admits up to t - 4.
+    _CREDIT_LAG = 4
 
     @property
     def _row_latency(self):
@@ -155,7 +155,7 @@ class Accelerator(wiring.Component):
         """Cycles from a tile's last step accepted to its last result row transferred (``res`` ready).
 
         Input register, the array's read-out latency, ``rows - 1`` more cycles for the tile's
-        later rows, four cycles of table lookup, the requantizer pipeline, two transit registers
+        later rows, five cycles of table lookup, the requantizer pipeline, two transit registers
         and the output FIFO (five cycles, see :class:`_OutputFIFO`).
         """
         return self._row_latency + self.rows - 1 + _OutputFIFO.LATENCY
@@ -200,46 +200,70 @@ class Accelerator(wiring.Component):
             m.d.comb += [fifo.w_data.eq(t_data), fifo.w_en.eq(t_valid),
                          self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
         m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
+        # The per-layer settings reach each lane through three registers (dup_*): one per group of
+        # four lanes, then two per lane, the first near the group's, the second near the lane
+        # (with one per lane, the route from it to the lane's 32-bit offset adder, which its sign
+        # bit drives 25 bits of, was the 8x8's worst path in a placement, 3 ns). They are stable
+        # from two cycles before a layer's first step, which reaches the lanes far later.
+        settings = [self.output_offset, self.act_min, self.act_max, self.bypass]
+        setting_names = ("output_offset", "act_min", "act_max", "bypass")
+        n_groups = -(-C // 4)
+
+        def copies(sources, suffix):
+            regs = [Signal.like(src, name=f"dup_{name}_{suffix}", reset_less=True)
+                    for src, name in zip(sources, setting_names, strict=True)]
+            m.d.sync += [reg.eq(src) for reg, src in zip(regs, sources, strict=True)]
+            return regs
+
+        group_settings = [copies(settings, f"g{g}") for g in range(n_groups)]
         for j, lane in enumerate(lanes):
             m.submodules[f"requant{j}"] = lane
-            # The per-layer settings reach each lane through its own registers (dup_*): they are
-            # stable while a layer runs, and a shared input would fan out to every lane.
-            settings = [self.output_offset, self.act_min, self.act_max, self.bypass]
-            local = [Signal.like(s, name=f"dup_{name}{j}", reset_less=True)
-                     for s, name in zip(settings, ("output_offset", "act_min", "act_max", "bypass"), strict=True)]
-            m.d.sync += [dst.eq(src) for dst, src in zip(local, settings, strict=True)]
+            local = copies(copies(group_settings[j // 4], f"{j}a"), f"{j}b")
             m.d.comb += [lane.output_offset.eq(local[0]), lane.act_min.eq(local[1]),
                          lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1)]
 
-        # Lookup (the array row waits four cycles alongside): a cycle to copy the row's
-        # column-tile index into address registers of each lane's table, a cycle to read it, a
-        # cycle to combine the banks (or, in DP16KD, the RAM's output register), a register
-        # (see _ChannelTable). In LUT RAM each address register drives one bank of one table: a
+        # Lookup (the array row waits five cycles alongside): a cycle to copy the row's
+        # column-tile index into a register per lane (dup_row_tag*: the array's one register does
+        # not drive every table's address registers across the die; it did, 4.9 ns, the 8x8's
+        # worst path in a placement), a cycle to copy that into address registers of the lane's
+        # table, a cycle to read it, a cycle to combine the banks (or, in DP16KD, the RAM's output
+        # register), a register (see _ChannelTable). In LUT RAM each address register drives one bank of one table: a
         # register driving a whole 64-deep LUT-RAM table cost 9 ns of routing on 8x8, one
         # shared by every table 11 ns.
         lk_valid, lk_data = delay_lines(m, self._LOOKUP_LATENCY, [
             Line(array.row_valid, "lk_valid"), Line(array.row_data, "lk_data", reset_less=True)])
 
         m.d.comb += self.cfg.ready.eq(1)
+        # The cfg transfer, first registered once per group of four lanes (dup_cfg0_*: the cfg
+        # port drives two registers on 8x8, not eight lanes' copies across the die; it did, 4.7 ns,
+        # the 8x8's worst path in a placement).
+        groups = [Signal.like(self.cfg.payload, name=f"dup_cfg0_payload{g}", reset_less=True) for g in range(n_groups)]
+        groups_valid = [Signal(name=f"dup_cfg0_valid{g}") for g in range(n_groups)]
+        m.d.sync += [reg.eq(self.cfg.payload) for reg in groups]
+        m.d.sync += [reg.eq(self.cfg.valid) for reg in groups_valid]
         for j, lane in enumerate(lanes):
+            cfg, cfg_valid = groups[j // 4], groups_valid[j // 4]
             m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram, self.dsp)
-            # Table writes land two cycles late through two per-lane copies of the cfg transfer
-            # (dup_*): the first near the cfg port, the second near the table (the cfg port does
-            # not fan out to every table's LUT RAM, and no route crosses the die into a LUT-RAM
-            # write enable: with one copy that route was the floorplanned 8x8's worst, 6.4 ns).
+            row_tag = Signal.like(array.row_tag, name=f"dup_row_tag{j}", reset_less=True)
+            m.d.sync += row_tag.eq(array.row_tag)
+            # Table writes land three cycles late: the group's copy, a per-lane copy near it, then
+            # registers near the table (dup_*): a second per-lane copy or, in the DP16KD tables,
+            # one per RAM (_ChannelTable). No route crosses the die into a RAM's write enable: with
+            # one per-lane copy, that route was the floorplanned 8x8's worst, 6.4 ns.
             w_en = Signal(table.banks, name=f"dup_cfg_en{j}")  # one enable per bank
             w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
-            mine = self.cfg.valid & (self.cfg.payload.lane == j)
-            m.d.sync += [w_en.eq(Cat(mine & table.in_bank(self.cfg.payload.addr, b) for b in range(table.banks))),
-                         w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.entry)]
-            w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
-            w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
-            w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
-            m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
-            w_en, w_addr, w_data = w_en2, w_addr2, w_data2
+            mine = cfg_valid & (cfg.lane == j)
+            m.d.sync += [w_en.eq(Cat(mine & table.in_bank(cfg.addr, b) for b in range(table.banks))),
+                         w_addr.eq(cfg.addr), w_data.eq(cfg.entry)]
+            if table.write_latency == 1:  # (the DP16KD tables register the write themselves)
+                w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
+                w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
+                w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
+                m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
+                w_en, w_addr, w_data = w_en2, w_addr2, w_data2
             m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),
-                         table.r_addr.eq(array.row_tag)]
+                         table.r_addr.eq(row_tag)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
                          lane.i.payload.bias.eq(table.r_data.bias),
                          lane.i.payload.multiplier.eq(table.r_data.multiplier),
@@ -252,7 +276,7 @@ class Accelerator(wiring.Component):
         # with a constant. Both lag (see _CREDIT_LAG); the compare leaves room for the tiles
         # admitted meanwhile, and reads counted late only make it stricter.
         reserved = Signal(range(self.fifo_depth + 1))
-        credit = Signal(init=1)
+        credit = Signal(init=1, name="dup_credit")
 
         # Sequencer: count k within a tile (down, with a register flagging zero for ``last``), tag
         # tiles with their column-tile index, pad short tiles, admit a tile only with credit.
@@ -260,30 +284,39 @@ class Accelerator(wiring.Component):
         # zero flag, the padding, one register each); the 24-bit count and the tile index run a
         # cycle behind, on the step registered (see below), so the step (from the input
         # streams' valid bits) does not fan out to their enables.
-        first = Signal(init=1)
+        first = Signal(init=1, name="dup_first")
         # n_tiles - 1 in a register (n_tiles is stable while a layer runs): the wrap test is an
         # equality, not a carry chain after the increment.
         tiles_m1 = Signal.like(self.n_tiles, reset_less=True)
         m.d.sync += tiles_m1.eq(self.n_tiles - 1)
         # Likewise what the sequencer needs of k_steps, so no compare of the 24-bit input sits
-        # in front of its enables: K - 2, K == 1 .. 4, and for K < min_tile_steps the padding,
-        # from a copy of k_steps in a register (so the compares and the subtractions start at a
-        # register beside them, not at the port: from a register at the port, the compare was
-        # the worst path of the 8x8 in two placements).
-        k_steps = Signal.like(self.k_steps, reset_less=True)
-        m.d.sync += k_steps.eq(self.k_steps)
+        # in front of its enables: K - 2 (from a copy of k_steps in a register, so the subtraction
+        # starts at a register beside it, not at the port), K == 1 .. 4 and, for
+        # K < min_tile_steps, the padding. Those depend only on K's low `lo_bits` bits and on
+        # whether the rest is zero: the first cycle copies the low bits and flags each group of
+        # four higher bits zero (one LUT from the port each), the second makes each value from
+        # these registers in a LUT or two. (As 24-bit compares of a copy of k_steps, carry chains,
+        # they were the 8x8's worst path in three placements.)
+        c = self.min_tile_steps
+        lo_bits = max(3, (c - 1).bit_length())
+        k_copy = Signal.like(self.k_steps, reset_less=True, name="k_steps_copy")
+        k_lo = Signal(lo_bits, reset_less=True)
+        hi = self.k_steps[lo_bits:]
+        k_hi_zero = Signal(-(-len(hi) // 4), reset_less=True)
+        m.d.sync += [k_copy.eq(self.k_steps), k_lo.eq(self.k_steps[:lo_bits]),
+                     k_hi_zero.eq(Cat(hi[g:g + 4] == 0 for g in range(0, len(hi), 4)))]
+        small = k_hi_zero.all()  # K < 2**lo_bits
         k_m2 = Signal(24, reset_less=True)
         k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
         # (the padding after a tile of K < min_tile_steps is min_tile_steps - K idle cycles)
         k_short, pad_is_1, pad_is_2 = Signal(), Signal(), Signal()
-        pad_m1 = Signal(range(self.min_tile_steps + 1), reset_less=True)
-        m.d.sync += [k_m2.eq(k_steps - 2), k_short.eq(k_steps < self.min_tile_steps),
-                     pad_m1.eq(self.min_tile_steps - k_steps - 1),
-                     pad_is_1.eq(k_steps == self.min_tile_steps - 1),
-                     pad_is_2.eq(k_steps == self.min_tile_steps - 2)]
-        m.d.sync += [k_is[n].eq(k_steps == n) for n in k_is]
+        pad_m1 = Signal(range(c + 1), reset_less=True)
+        m.d.sync += [k_m2.eq(k_copy - 2), k_short.eq(small & (k_lo < c)), pad_m1.eq(c - 1 - k_lo),
+                     pad_is_1.eq(small & (k_lo == c - 1)), pad_is_2.eq(small & (k_lo == c - 2))]
+        m.d.sync += [k_is[n].eq(small & (k_lo == n)) for n in k_is]
         remaining_zero = Signal()  # steps left in the tile after this one == 0, as a register
-        padding = Signal()  # idle cycles left != 0, as a register (no compare in front of the enables)
+        # idle cycles left != 0, as a register (no compare in front of the enables)
+        padding = Signal(name="dup_padding")
         pad = Signal(range(self.min_tile_steps + 1))
         pad_one = Signal()
         open_ = Signal()
@@ -291,8 +324,6 @@ class Accelerator(wiring.Component):
         step, last = Signal(), Signal()
         m.d.comb += [
             step.eq(self.act.valid & self.wts.valid & open_),
-            self.act.ready.eq(self.wts.valid & open_),
-            self.wts.ready.eq(self.act.valid & open_),
             last.eq(Mux(first, k_is[1], remaining_zero)),
         ]
         # The step, its `first` and its `last`, a cycle later (dup_: the array's input flags
@@ -321,7 +352,12 @@ class Accelerator(wiring.Component):
         # between layers.)
         tile, tile_next = (Signal(range(self.max_col_tiles + 1), name=name) for name in ("tile", "tile_next"))
         tile_wraps = Signal()
-        with m.If(last_d):
+        # (`last_d` again for these, dup_: the tile index sits by the array's tag input, and one
+        # register for both it and the padding logic was pulled between them, 3 ns from the
+        # wrap flag's logic: the 8x8's worst path in a placement)
+        last_t = Signal(name="dup_last_d_tile")
+        m.d.sync += last_t.eq(step & last)
+        with m.If(last_t):
             m.d.sync += [tile.eq(tile_next), tile_wraps.eq(tile_next == tiles_m1)]
         with m.Else():
             m.d.sync += tile_wraps.eq(tile == tiles_m1)
@@ -348,7 +384,23 @@ class Accelerator(wiring.Component):
         with m.Elif(pad != 0):
             m.d.sync += [pad.eq(pad - 1), pad_one.eq(pad == 2)]
 
-        admit = step & first
+        # The ready outputs from copies of `first`, `padding` and `credit` (dup_, as are those: Yosys
+        # would merge each pair), so that no LUT is shared between them and the step's enables.
+        first_r, padding_r, credit_r = (Signal(init=v, name=f"dup_{n}_r") for n, v in
+                                        (("first", 1), ("padding", 0), ("credit", 1)))
+        with m.If(step):
+            m.d.sync += first_r.eq(last)
+            with m.If(last & k_short):
+                m.d.sync += padding_r.eq(1)
+        with m.Elif(padding_r):
+            m.d.sync += padding_r.eq(Mux(last_d, ~pad_is_1, ~pad_one))
+        open_r = ~padding_r & (~first_r | credit_r)
+        m.d.comb += [self.act.ready.eq(self.wts.valid & open_r), self.wts.ready.eq(self.act.valid & open_r)]
+        # A tile admitted (its first step), registered: the credit counter below reads only
+        # registers (from `step` and `first` directly, the route into `delta` crossed the die: the
+        # 8x8's worst path in a placement, 3.3 ns of 6.5).
+        admit = Signal(name="dup_admit_d")
+        m.d.sync += admit.eq(step & first)
         # A row read from ``res`` frees its credit _CREDIT_RETURN cycles later, through registers:
         # ``res.ready`` reaches the FIFOs' queues and these, not the sequencer's logic.
         read = delayed(m, self.res.valid & self.res.ready, self._CREDIT_RETURN, "read_d")
@@ -357,7 +409,8 @@ class Accelerator(wiring.Component):
         # one LUT; as a subtraction it was a carry chain after the step logic)
         m.d.sync += [delta.eq(Mux(admit, Mux(read, R - 1, R), Mux(read, -1, 0))),
                      reserved.eq(reserved + delta),
-                     credit.eq(reserved <= self.fifo_depth - self._credit_margin)]
+                     credit.eq(reserved <= self.fifo_depth - self._credit_margin),
+                     credit_r.eq(reserved <= self.fifo_depth - self._credit_margin)]
         return m
 
 
@@ -376,14 +429,18 @@ def _nonempty(m, add, remove, limit, name):
     needs when the count goes down, follows from the registered change and flags for the
     delayed count being 0, 1 or 2 (registers too)."""
     count_d = Signal(range(limit + 1), name=f"{name}_d")
+    # (the change in two registers: one for the count and its flags, one for the flag returned,
+    # which sits by the read side; with one, the route from it to the far group was the 8x8's
+    # worst path in two placements, 2.6-4 ns; `name` is to start with dup_, so they are kept)
     change = Signal(range(-1, 2), name=f"{name}_change")
-    m.d.sync += [change.eq(add - remove), count_d.eq(count_d + change)]
+    change_r = Signal(range(-1, 2), name=f"{name}_change_r")
+    m.d.sync += [change.eq(add - remove), change_r.eq(add - remove), count_d.eq(count_d + change)]
     is0, is1, is2 = (Signal(init=n == 0, name=f"{name}_is{n}") for n in range(3))
     with m.If(change == 1):
         m.d.sync += [is0.eq(0), is1.eq(is0), is2.eq(is1)]
     with m.Elif(change == -1):
         m.d.sync += [is0.eq(is1), is1.eq(is2), is2.eq(count_d == 3)]
-    count_is_1 = Mux(change == 1, is0, Mux(change == -1, is2, is1))
+    count_is_1 = Mux(change_r == 1, is0, Mux(change_r == -1, is2, is1))
     nonempty = Signal(name=f"{name}_nonempty")
     with m.If(add & ~remove):
         m.d.sync += nonempty.eq(1)
@@ -550,7 +607,7 @@ def _dp16kd(w_addr, w_data, w_en, r_addr, r_data):
 class _ChannelTable(wiring.Component):
     """One lane's per-channel table, read in four cycles: ``r_data`` is the entry at the
     ``r_addr`` of four cycles earlier (the fourth a register that only copies); a write lands
-    the cycle after ``w_en``, which has one bit per bank (the writer decodes the bank,
+    :attr:`write_latency` cycles after ``w_en``, which has one bit per bank (the writer decodes the bank,
     :meth:`in_bank`, before its register, so no decoder sits between that register and the
     LUT-RAM cells' write enables).
 
@@ -561,13 +618,17 @@ class _ChannelTable(wiring.Component):
     With ``ram="block"`` it is one memory and the third cycle is a plain register. With
     ``dsp="ecp5"`` it is four ``DP16KD`` block RAMs (1024 x 18 each, written on port A, read on
     port B) whose output registers are the third cycle; a table write and a read of the same
-    entry must not fall in one cycle (the host writes the tables before a layer's steps).
+    entry must not fall in one cycle (the host writes the tables before a layer's steps); each
+    RAM takes a write through registers of its own (its enable, address and slice of the
+    entry), a cycle later than the other builds.
     (In LUT RAM the 8x8's tables were 576 of its 896 LUT-RAM cells, and their address nets the
     worst routes once the bank selects were gone: 6.6-7.2 ns.)"""
 
     def __init__(self, depth, ram, dsp="generic"):
         self.depth, self.ram, self.dsp = depth, ram, dsp
         self.banks = -(-depth // _BANK) if ram == "distributed" and dsp != "ecp5" else 1
+        #: Cycles from a write on ``w_en`` to the entry being in the table.
+        self.write_latency = 2 if dsp == "ecp5" else 1
         super().__init__({"w_addr": In(range(depth)), "w_data": In(ChannelEntry), "w_en": In(self.banks),
                           "r_addr": In(range(depth)), "r_data": Out(ChannelEntry)})
 
@@ -592,11 +653,16 @@ class _ChannelTable(wiring.Component):
             w_data = Cat(self.w_data.as_value(), Const(0, 18 * _DP16KD_COUNT - ChannelEntry.size))
             r_data_bits = Signal(18 * _DP16KD_COUNT)
             m.d.comb += r_data.eq(r_data_bits[:ChannelEntry.size])
+            # (and the write through registers per RAM, dup_: with one enable register for the four,
+            # the route from it to the farthest was the 8x8's worst path in a placement, 5.2 ns)
             for k in range(_DP16KD_COUNT):
                 addr = Signal(range(self.depth), name=f"dup_addr{k}", reset_less=True)
-                m.d.sync += addr.eq(self.r_addr)
-                m.submodules[f"bram{k}"] = _dp16kd(self.w_addr, w_data[18 * k:18 * k + 18], self.w_en[0],
-                                                   addr, r_data_bits[18 * k:18 * k + 18])
+                w_en = Signal(name=f"dup_w_en{k}")
+                w_addr = Signal(range(self.depth), name=f"dup_w_addr{k}", reset_less=True)
+                w_slice = Signal(18, name=f"w_data{k}", reset_less=True)
+                m.d.sync += [addr.eq(self.r_addr), w_en.eq(self.w_en[0]), w_addr.eq(self.w_addr),
+                             w_slice.eq(w_data[18 * k:18 * k + 18])]
+                m.submodules[f"bram{k}"] = _dp16kd(w_addr, w_slice, w_en, addr, r_data_bits[18 * k:18 * k + 18])
             return m
         if self.banks == 1:
             mem = Memory(shape=ChannelEntry, depth=self.depth, init=[], attrs={"ram_style": self.ram})

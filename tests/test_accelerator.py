@@ -268,6 +268,9 @@ def test_host_refuses_problem_larger_than_tables(seed):
     (3, 2, (7, 3, 5)),       # K = max(R, C)
     (2, 5, (4, 2, 11)),      # K < max(R, C): every tile padded to 5 steps
     (1, 1, (3, 1, 2)),       # K = 1 on one cell
+    # K's low three bits 1 .. 4 and a higher bit set (the sequencer decodes K == 1 .. 4 from
+    # the low bits and a flag for the rest being zero)
+    (2, 2, (3, 9, 3)), (2, 2, (2, 10, 3)), (2, 2, (3, 11, 2)), (2, 2, (2, 12, 2)),
 ])
 def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     """At full rate a GEMM takes exactly Accelerator.cycles(): no bubble between tiles, and the
@@ -282,7 +285,7 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     m, k, n = shape
     tiles = -(-m // rows) * -(-n // cols)
     # (tiles at least 2 steps apart) input register 1, array read-out cols + 8, later rows
-    # rows - 1, table lookup 4, requantizer 25, transit to the FIFO 2, FIFO 5 (issue 1, memory
+    # rows - 1, table lookup 5, requantizer 25, transit to the FIFO 2, FIFO 5 (issue 1, memory
     # read 2, hop to the queue 1, queue 1)
     assert dut.cycles(*shape) == ((tiles - 1) * max(k, rows, cols, 2) + k
-                                  + 1 + (cols + 8) + (rows - 1) + 4 + 25 + 2 + 5)
+                                  + 1 + (cols + 8) + (rows - 1) + 5 + 25 + 2 + 5)
