@@ -182,6 +182,20 @@ def _yosys_counts(stat_json):
     return {"luts": luts, "ffs": ffs, "cells": dict(sorted(cells.items()))}
 
 
+def _out_of_sites(log_path):
+    """Why nextpnr found no room for the design (the resources over the device's count from its
+    utilisation table, and the cell it could not place), or None if it failed for another reason."""
+    text = pathlib.Path(log_path).read_text(errors="replace")
+    failed = re.search(r"Unable to place cell '([^']*)', no BELs remaining to implement cell type '([^']*)'", text)
+    if failed is None:
+        return None
+    over = [f"{kind} {used}/{available}" for kind, used, available in
+            re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", text, re.MULTILINE) if int(used) > int(available)]
+    cell, kind = failed.groups()
+    return (f"placement ran out of {kind} sites" + (f" (used/available: {', '.join(over)})" if over else "")
+            + f"; nextpnr could not place {cell}")
+
+
 def _critical_path(report):
     """Start, end and total delay of nextpnr's worst clk->clk path."""
     for path in report.get("critical_paths", []):
@@ -274,9 +288,19 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
     (work / pins_file).write_text(pins_text)
     log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}) ...")
     t1 = time.monotonic()
-    _run([nextpnr, *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(freq),
-          "--seed", str(seed), "--router", router, "--timing-allow-fail", "--report", "report.json"],
-         work / "nextpnr.log", "nextpnr place and route", cwd=work)
+    try:
+        _run([nextpnr, *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(freq),
+              "--seed", str(seed), "--router", router, "--timing-allow-fail", "--report", "report.json"],
+             work / "nextpnr.log", "nextpnr place and route", cwd=work)
+    except SynthError:
+        reason = _out_of_sites(work / "nextpnr.log")
+        if reason is None:
+            raise
+        result.update(fits=False, error=reason)
+        log(f"[{name}] does not fit: {reason}")
+        path.write_text(json.dumps(result, indent=2) + "\n")
+        result["json"] = str(path)
+        return result
     report = json.loads((work / "report.json").read_text())
     t_pnr = time.monotonic() - t1
 

@@ -9,7 +9,7 @@ import pytest
 
 from fpga import floorplan
 from fpga.floorplan import ecp5_floorplan
-from fpga.synth import SynthError, check_verilog, format_table, synthesize
+from fpga.synth import TARGETS, SynthError, check_verilog, format_table, synthesize
 from hw.accelerator import Accelerator
 from hw.narrow_io import NarrowIO
 
@@ -62,6 +62,20 @@ def test_ice40_2x2_reported_as_not_fitting(tmp_path):
     assert result["error"] == "needs 12 SB_MAC16 but the iCE40UP5K-SG48 has 8"
     assert "does not fit" in format_table([result])
     assert not (tmp_path / "ice40_2x2_double" / "report.json").exists()
+
+
+def test_placement_out_of_sites_reported_as_not_fitting(tmp_path, monkeypatch):
+    """A design that passes the DSP count but runs out of sites in nextpnr (here the count check
+    is lifted, so the 2x2's 12 SB_MAC16 reach the placer of the 8-DSP UP5K) is reported as not
+    fitting, with nextpnr's reason, not as a failed run."""
+    monkeypatch.setitem(TARGETS["ice40"], "dsps_available", 12)
+    result = synthesize("ice40", 2, 2, out_dir=tmp_path, log=lambda _: None)
+    assert not result["fits"]
+    assert result["error"].startswith("placement ran out of ICESTORM_DSP sites (used/available: ")
+    assert "ICESTORM_DSP 12/8" in result["error"]
+    assert "nextpnr could not place core." in result["error"]
+    assert json.loads((tmp_path / "ice40_2x2_double.json").read_text())["error"] == result["error"]
+    assert "does not fit" in format_table([result])
 
 
 @pytest.mark.parametrize(("name", "body", "message"), [
