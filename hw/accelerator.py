@@ -246,22 +246,21 @@ class Accelerator(wiring.Component):
             m.submodules[f"table{j}"] = table = _ChannelTable(self.max_col_tiles, self.ram, self.dsp)
             row_tag = Signal.like(array.row_tag, name=f"dup_row_tag{j}", reset_less=True)
             m.d.sync += row_tag.eq(array.row_tag)
-            # Table writes land three cycles late: the group's copy, a per-lane copy near it, then
-            # registers near the table (dup_*): a second per-lane copy or, in the DP16KD tables,
-            # one per RAM (_ChannelTable). No route crosses the die into a RAM's write enable: with
-            # one per-lane copy, that route was the floorplanned 8x8's worst, 6.4 ns.
+            # Table writes land three cycles late: the group's copy, then two per-lane copies
+            # (dup_*): the first near the group's, the second near the table (no route crosses the
+            # die into a RAM's write enable: with one per-lane copy, that route was the
+            # floorplanned 8x8's worst, 6.4 ns).
             w_en = Signal(table.banks, name=f"dup_cfg_en{j}")  # one enable per bank
             w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
             mine = cfg_valid & (cfg.lane == j)
             m.d.sync += [w_en.eq(Cat(mine & table.in_bank(cfg.addr, b) for b in range(table.banks))),
                          w_addr.eq(cfg.addr), w_data.eq(cfg.entry)]
-            if table.write_latency == 1:  # (the DP16KD tables register the write themselves)
-                w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
-                w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
-                w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
-                m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
-                w_en, w_addr, w_data = w_en2, w_addr2, w_data2
+            w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
+            w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
+            w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
+            m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
+            w_en, w_addr, w_data = w_en2, w_addr2, w_data2
             m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),
                          table.r_addr.eq(row_tag)]
             m.d.comb += [lane.i.valid.eq(lk_valid), lane.i.payload.acc.eq(lk_data[j]),
@@ -429,18 +428,14 @@ def _nonempty(m, add, remove, limit, name):
     needs when the count goes down, follows from the registered change and flags for the
     delayed count being 0, 1 or 2 (registers too)."""
     count_d = Signal(range(limit + 1), name=f"{name}_d")
-    # (the change in two registers: one for the count and its flags, one for the flag returned,
-    # which sits by the read side; with one, the route from it to the far group was the 8x8's
-    # worst path in two placements, 2.6-4 ns; `name` is to start with dup_, so they are kept)
     change = Signal(range(-1, 2), name=f"{name}_change")
-    change_r = Signal(range(-1, 2), name=f"{name}_change_r")
-    m.d.sync += [change.eq(add - remove), change_r.eq(add - remove), count_d.eq(count_d + change)]
+    m.d.sync += [change.eq(add - remove), count_d.eq(count_d + change)]
     is0, is1, is2 = (Signal(init=n == 0, name=f"{name}_is{n}") for n in range(3))
     with m.If(change == 1):
         m.d.sync += [is0.eq(0), is1.eq(is0), is2.eq(is1)]
     with m.Elif(change == -1):
         m.d.sync += [is0.eq(is1), is1.eq(is2), is2.eq(count_d == 3)]
-    count_is_1 = Mux(change_r == 1, is0, Mux(change_r == -1, is2, is1))
+    count_is_1 = Mux(change == 1, is0, Mux(change == -1, is2, is1))
     nonempty = Signal(name=f"{name}_nonempty")
     with m.If(add & ~remove):
         m.d.sync += nonempty.eq(1)
@@ -607,7 +602,7 @@ def _dp16kd(w_addr, w_data, w_en, r_addr, r_data):
 class _ChannelTable(wiring.Component):
     """One lane's per-channel table, read in four cycles: ``r_data`` is the entry at the
     ``r_addr`` of four cycles earlier (the fourth a register that only copies); a write lands
-    :attr:`write_latency` cycles after ``w_en``, which has one bit per bank (the writer decodes the bank,
+    the cycle after ``w_en``, which has one bit per bank (the writer decodes the bank,
     :meth:`in_bank`, before its register, so no decoder sits between that register and the
     LUT-RAM cells' write enables).
 
@@ -618,17 +613,13 @@ class _ChannelTable(wiring.Component):
     With ``ram="block"`` it is one memory and the third cycle is a plain register. With
     ``dsp="ecp5"`` it is four ``DP16KD`` block RAMs (1024 x 18 each, written on port A, read on
     port B) whose output registers are the third cycle; a table write and a read of the same
-    entry must not fall in one cycle (the host writes the tables before a layer's steps); each
-    RAM takes a write through registers of its own (its enable, address and slice of the
-    entry), a cycle later than the other builds.
+    entry must not fall in one cycle (the host writes the tables before a layer's steps).
     (In LUT RAM the 8x8's tables were 576 of its 896 LUT-RAM cells, and their address nets the
     worst routes once the bank selects were gone: 6.6-7.2 ns.)"""
 
     def __init__(self, depth, ram, dsp="generic"):
         self.depth, self.ram, self.dsp = depth, ram, dsp
         self.banks = -(-depth // _BANK) if ram == "distributed" and dsp != "ecp5" else 1
-        #: Cycles from a write on ``w_en`` to the entry being in the table.
-        self.write_latency = 2 if dsp == "ecp5" else 1
         super().__init__({"w_addr": In(range(depth)), "w_data": In(ChannelEntry), "w_en": In(self.banks),
                           "r_addr": In(range(depth)), "r_data": Out(ChannelEntry)})
 
@@ -653,16 +644,11 @@ class _ChannelTable(wiring.Component):
             w_data = Cat(self.w_data.as_value(), Const(0, 18 * _DP16KD_COUNT - ChannelEntry.size))
             r_data_bits = Signal(18 * _DP16KD_COUNT)
             m.d.comb += r_data.eq(r_data_bits[:ChannelEntry.size])
-            # (and the write through registers per RAM, dup_: with one enable register for the four,
-            # the route from it to the farthest was the 8x8's worst path in a placement, 5.2 ns)
             for k in range(_DP16KD_COUNT):
                 addr = Signal(range(self.depth), name=f"dup_addr{k}", reset_less=True)
-                w_en = Signal(name=f"dup_w_en{k}")
-                w_addr = Signal(range(self.depth), name=f"dup_w_addr{k}", reset_less=True)
-                w_slice = Signal(18, name=f"w_data{k}", reset_less=True)
-                m.d.sync += [addr.eq(self.r_addr), w_en.eq(self.w_en[0]), w_addr.eq(self.w_addr),
-                             w_slice.eq(w_data[18 * k:18 * k + 18])]
-                m.submodules[f"bram{k}"] = _dp16kd(w_addr, w_slice, w_en, addr, r_data_bits[18 * k:18 * k + 18])
+                m.d.sync += addr.eq(self.r_addr)
+                m.submodules[f"bram{k}"] = _dp16kd(self.w_addr, w_data[18 * k:18 * k + 18], self.w_en[0],
+                                                   addr, r_data_bits[18 * k:18 * k + 18])
             return m
         if self.banks == 1:
             mem = Memory(shape=ChannelEntry, depth=self.depth, init=[], attrs={"ram_style": self.ram})
