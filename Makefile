@@ -19,6 +19,11 @@ TARGET ?= ecp5
 BLOCK ?= accelerator
 # nextpnr placement seed for `make synth` (the routed Fmax moves by up to a third between seeds on 8x8)
 SEED ?= 1
+# seeds and parallel nextpnr runs for `make synth-seeds` (one netlist placed and routed with each seed)
+SEEDS ?= 1-5
+JOBS ?= 2
+# nextpnr router for `make synth`: router1, router2 or router2-alt (empty: the target's)
+ROUTER ?=
 # ECP5 multiplier floorplan for `make synth` (fpga/floorplan.py): 1 (default) or 0 (nextpnr places them)
 FLOORPLAN ?= 1
 # Primitives for `make verilog`: generic (portable) or ecp5 (MULT18X18D multipliers, DP16KD tables)
@@ -27,7 +32,7 @@ VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install sim test test-all lint verilog synth synth-scaling bench bench-golden demo clean
+.PHONY: help install sim test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
@@ -35,7 +40,8 @@ help:
 	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double DSP=generic|ecp5)"
-	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING BLOCK SEED FLOORPLAN=1|0)"
+	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING BLOCK SEED FLOORPLAN=1|0 ROUTER)"
+	@echo "make synth-seeds   one netlist placed and routed with SEEDS=1-5 (JOBS=2 at a time): Fmax spread, worst paths"
 	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
@@ -70,7 +76,11 @@ verilog: $(STAMP)
 
 synth: $(STAMP)
 	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) --seed $(SEED) \
-		$(if $(filter 0,$(FLOORPLAN)),--no-floorplan)
+		$(if $(filter 0,$(FLOORPLAN)),--no-floorplan) $(if $(ROUTER),--router $(ROUTER))
+
+synth-seeds: $(STAMP)
+	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) \
+		--seeds $(SEEDS) --jobs $(JOBS) $(if $(filter 0,$(FLOORPLAN)),--no-floorplan) $(if $(ROUTER),--router $(ROUTER))
 
 synth-scaling: $(STAMP)
 	$(PY) -m fpga.synth --scaling --rounding $(ROUNDING)

@@ -12,6 +12,9 @@
    at a target clock, reading the routed Fmax and the critical path from nextpnr's report;
 4. writes ``build/synth/<target>_<R>x<C>_<rounding>.json`` and prints a table.
 
+``--seeds 1-5`` (``make synth-seeds``) synthesizes once and places and routes that netlist with each
+seed (``--jobs`` at a time), then reports each seed's Fmax and worst path and their spread in
+``build/synth/seeds/<config>.json``: the routed Fmax moves a lot between placements.
 ``--scaling`` (``make synth-scaling``) runs the scaling set on both targets (2x2, 4x4, 8x8 and
 the largest array that fits each device) and writes ``build/synth/scaling.json`` and a plot
 ``build/synth/scaling.png``.
@@ -24,9 +27,11 @@ import json
 import pathlib
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 
 from amaranth import Module, signed
 from amaranth.back import verilog
@@ -107,6 +112,12 @@ TARGETS = {
         "dsp_cell": "SB_MAC16", "dsps_available": 8,
     },
 }
+# nextpnr routers: name -> arguments.
+ROUTERS = {
+    "router1": ["--router", "router1"],
+    "router2": ["--router", "router2"],
+    "router2-alt": ["--router", "router2", "--router2-alt-weights"],
+}
 # Yosys cell types counted as LUTs / flip-flops in the synthesized netlist (carry cells hold 2 LUTs on ECP5).
 YOSYS_LUTS = {"LUT4": 1, "CCU2C": 2, "SB_LUT4": 1}
 YOSYS_FF_PREFIX = ("TRELLIS_FF", "SB_DFF")
@@ -164,8 +175,11 @@ def _tool(name):
 
 def _run(cmd, log, step, cwd):
     """Run a tool in ``cwd`` (the WebAssembly tools see only the folder they start in: pass
-    file names relative to it); raise :class:`SynthError` with the log's errors if it fails."""
+    file names relative to it); raise :class:`SynthError` with the log's errors if it fails. The log
+    starts with the command line."""
     with open(log, "w") as f:
+        f.write("$ " + " ".join(str(c) for c in cmd) + "\n")
+        f.flush()
         proc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, check=False, cwd=cwd)
     if proc.returncode != 0:
         tail = pathlib.Path(log).read_text().splitlines()[-15:]
@@ -217,6 +231,21 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
 
     ``floorplan``: on ECP5, fix the multipliers' and block RAMs' sites with :func:`fpga.floorplan.ecp5_floorplan`
     (when the configuration has one); False leaves them to nextpnr's placer."""
+    result, work = _netlist(target, rows, cols, rounding, freq=freq, max_col_tiles=max_col_tiles, router=router,
+                            out_dir=out_dir, block=block, floorplan=floorplan, log=log)
+    result["seed"] = seed
+    if result["fits"]:
+        _place_and_route(result, work, seed, log)
+    path = pathlib.Path(out_dir) / f"{work.name}.json"
+    path.write_text(json.dumps(result, indent=2) + "\n")
+    result["json"] = str(path)
+    return result
+
+
+def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_dir, block, floorplan, log):
+    """Export, check and synthesize one configuration into ``out_dir/<name>/top.json`` (floorplanned,
+    with the pin constraints beside it); return the report so far (``fits`` False if it needs more
+    DSP blocks than the device has) and the folder."""
     if target not in TARGETS:
         raise SynthError(f"target must be one of {sorted(TARGETS)}, got {target!r}")
     if block not in BLOCKS:
@@ -224,6 +253,8 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
     spec = TARGETS[target]
     freq = freq or spec["freq"]
     router = router or spec["router"]
+    if router not in ROUTERS:
+        raise SynthError(f"router must be one of {list(ROUTERS)}, got {router!r}")
     if max_col_tiles is None:
         max_col_tiles = 64 if target == "ecp5" else 16
     name = config_name(target, rows, cols, rounding, block)
@@ -266,19 +297,16 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
         "wrapper": {"luts": wrapper["luts"], "ffs": wrapper["ffs"]},
         "core": {"luts": counts["luts"] - wrapper["luts"], "ffs": counts["ffs"] - wrapper["ffs"]},
         "dsps": counts["cells"].get(spec["dsp_cell"], 0), "brams": None, "placed": None,
-        "fmax_mhz": None, "target_mhz": freq, "critical_path": None, "seed": seed, "router": router,
+        "fmax_mhz": None, "target_mhz": freq, "critical_path": None, "seed": None, "router": router,
         "yosys_cells": counts["cells"], "seconds": {"synth": round(t_synth, 1), "pnr": None},
         "tools": {"yosys": _version([yosys, "-V"]), "nextpnr": _version([nextpnr, "--version"])},
     }
-    path = pathlib.Path(out_dir) / f"{name}.json"
     if result["dsps"] > spec["dsps_available"]:
         result["fits"] = False
         result["error"] = (f"needs {result['dsps']} {spec['dsp_cell']} but the {spec['device']} "
                            f"has {spec['dsps_available']}")
         log(f"[{name}] does not fit: {result['error']}")
-        path.write_text(json.dumps(result, indent=2) + "\n")
-        result["json"] = str(path)
-        return result
+        return result, work
 
     plan = ecp5_floorplan(rows, cols, block) if floorplan and target == "ecp5" else None
     result["floorplan"] = apply_floorplan(work / "top.json", plan) if plan else None
@@ -286,11 +314,21 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
         log(f"[{name}] floorplan: {result['floorplan']} multipliers and block RAMs on fixed sites")
     pins_file, pins_text = spec["pins"]
     (work / pins_file).write_text(pins_text)
-    log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}) ...")
+    return result, work
+
+
+def _place_and_route(result, work, seed, log):
+    """Place and route ``work/top.json`` with nextpnr (seed ``seed``) and add the routed figures to
+    ``result`` (or ``fits`` False and the reason, if nextpnr ran out of sites)."""
+    spec = TARGETS[result["target"]]
+    nextpnr, freq = _tool(spec["nextpnr"][0]), result["target_mhz"]
+    name = config_name(result["target"], result["rows"], result["cols"], result["rounding"], result["block"])
+    result["seed"] = seed
+    log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}, {result['router']}) ...")
     t1 = time.monotonic()
     try:
         _run([nextpnr, *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(freq),
-              "--seed", str(seed), "--router", router, "--timing-allow-fail", "--report", "report.json"],
+              "--seed", str(seed), *ROUTERS[result["router"]], "--timing-allow-fail", "--report", "report.json"],
              work / "nextpnr.log", "nextpnr place and route", cwd=work)
     except SynthError:
         reason = _out_of_sites(work / "nextpnr.log")
@@ -298,12 +336,8 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
             raise
         result.update(fits=False, error=reason)
         log(f"[{name}] does not fit: {reason}")
-        path.write_text(json.dumps(result, indent=2) + "\n")
-        result["json"] = str(path)
-        return result
+        return
     report = json.loads((work / "report.json").read_text())
-    t_pnr = time.monotonic() - t1
-
     util = report["utilization"]
     resources = {col: {"used": util[k]["used"], "available": util[k]["available"]}
                  for k, col in spec["resources"].items() if k in util}
@@ -312,11 +346,75 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_
         "brams": resources.get("brams", {}).get("used"), "placed": resources,
         "fmax_mhz": round(fmax, 2) if fmax else None, "critical_path": _critical_path(report),
     })
-    result["seconds"]["pnr"] = round(t_pnr, 1)
-    path = pathlib.Path(out_dir) / f"{name}.json"
-    path.write_text(json.dumps(result, indent=2) + "\n")
-    result["json"] = str(path)
-    return result
+    result["seconds"]["pnr"] = round(time.monotonic() - t1, 1)
+
+
+def seed_sweep(target, rows, cols, rounding="double", seeds=(1, 2, 3, 4, 5), *, jobs=2, freq=None, router=None,
+               max_col_tiles=None, out_dir="build/synth/seeds", block="accelerator", floorplan=True, log=print):
+    """Synthesize one configuration once, then place and route that netlist with each of ``seeds``
+    (``jobs`` nextpnr runs at a time, each in ``out_dir/<name>/seed<N>``): the routed Fmax moves a
+    lot between placements, and one seed's figure says little. Returns a summary (written to
+    ``out_dir/<name>.json``): the netlist's resources, each seed's Fmax and worst path, and the
+    minimum, median, mean and maximum Fmax and how many seeds met the target clock."""
+    seeds = list(seeds)
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise SynthError(f"seeds must be distinct and at least one, got {seeds}")
+    base, work = _netlist(target, rows, cols, rounding, freq=freq, max_col_tiles=max_col_tiles, router=router,
+                          out_dir=out_dir, block=block, floorplan=floorplan, log=log)
+    summary = {k: v for k, v in base.items() if k not in ("fmax_mhz", "critical_path", "seed", "placed", "brams")}
+    summary["seeds"] = []
+    if base["fits"]:
+        pins_file = TARGETS[target]["pins"][0]
+
+        def run(seed):
+            folder = work / f"seed{seed}"
+            folder.mkdir(exist_ok=True)
+            for f in ("top.json", pins_file):
+                shutil.copyfile(work / f, folder / f)
+            result = json.loads(json.dumps(base))
+            _place_and_route(result, folder, seed, lambda _: None)
+            return result
+
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            futures = {pool.submit(run, s): s for s in seeds}
+            for n, future in enumerate(as_completed(futures), start=1):
+                r = future.result()
+                fmax = f"{r['fmax_mhz']:.1f} MHz" if r["fits"] else "does not fit"
+                log(f"[{work.name}] seed {r['seed']}: {fmax} ({n}/{len(seeds)} done, "
+                    f"{r['seconds']['pnr']:.0f} s)")
+                summary["seeds"].append({k: r.get(k) for k in ("seed", "fits", "fmax_mhz", "critical_path",
+                                                                  "brams", "placed", "error")}
+                                        | {"pnr_seconds": r["seconds"]["pnr"]})
+        summary["seeds"].sort(key=lambda r: r["seed"])
+        fmaxes = [r["fmax_mhz"] for r in summary["seeds"] if r["fits"] and r["fmax_mhz"]]
+        if fmaxes:
+            summary["fmax_mhz"] = {"min": min(fmaxes), "median": round(statistics.median(fmaxes), 2),
+                                   "mean": round(statistics.fmean(fmaxes), 2), "max": max(fmaxes)}
+            summary["met"] = sum(f >= summary["target_mhz"] for f in fmaxes)
+    path = pathlib.Path(out_dir) / f"{work.name}.json"
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    summary["json"] = str(path)
+    return summary
+
+
+def format_seeds(summary):
+    """The seed sweep as a table a person can read: each seed's Fmax and worst path, then the spread."""
+    name = config_name(summary["target"], summary["rows"], summary["cols"], summary["rounding"], summary["block"])
+    lines = [f"{name}: {summary['luts']} LUTs, {summary['ffs']} FFs, {summary['dsps']} DSPs, "
+             f"router {summary['router']}, target {summary['target_mhz']:g} MHz"]
+    if not summary["fits"]:
+        return "\n".join([*lines, f"does not fit: {summary['error']}"])
+    lines.append(f"{'seed':>4}  {'Fmax MHz':>8}  worst path (routing of total ns)")
+    for r in summary["seeds"]:
+        cp = r["critical_path"]
+        path = f"{cp['from']} -> {cp['to']} ({cp['routing_ns']:.2f} of {cp['delay_ns']:.2f})" if cp else "-"
+        fmax = f"{r['fmax_mhz']:.1f}" if r["fits"] else "no fit"
+        lines.append(f"{r['seed']:>4}  {fmax:>8}  {path}")
+    f = summary.get("fmax_mhz")
+    if f:
+        lines.append(f"min {f['min']:.1f}, median {f['median']:.1f}, mean {f['mean']:.1f}, max {f['max']:.1f} MHz; "
+                     f"{summary['met']} of {len(summary['seeds'])} seeds meet {summary['target_mhz']:g} MHz")
+    return "\n".join(lines)
 
 
 def _version(cmd):
@@ -404,6 +502,21 @@ def plot_scaling(results, path):
     plt.close(fig)
 
 
+def _seed_list(text):
+    """``"1-5"`` or ``"1,3,7"`` -> a list of seeds (for argparse)."""
+    try:
+        if "-" in text:
+            first, last = (int(x) for x in text.split("-"))
+            seeds = list(range(first, last + 1))
+        else:
+            seeds = [int(x) for x in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected A-B or A,B,... (integers), got {text!r}") from None
+    if not seeds or len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"expected at least one seed, each once, got {text!r}")
+    return seeds
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", choices=sorted(TARGETS), default="ecp5")
@@ -412,8 +525,14 @@ def main(argv=None):
     parser.add_argument("--rounding", choices=["double", "single"], default="double")
     parser.add_argument("--freq", type=float, help="target clock in MHz (ecp5 200, ice40 48)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
-    parser.add_argument("--router", choices=["router1", "router2"], help="nextpnr router (default: the target's)")
-    parser.add_argument("--out-dir", default="build/synth")
+    parser.add_argument("--router", choices=list(ROUTERS),
+                        help="nextpnr router; router2-alt is router2 with --router2-alt-weights (default: ecp5 "
+                             "router2-alt, ice40 router1)")
+    parser.add_argument("--seeds", type=_seed_list, metavar="A-B|A,B,...",
+                        help="seed sweep: synthesize once, place and route with each seed, report the spread "
+                             "(written to <out-dir>/<config>.json; out-dir default build/synth/seeds)")
+    parser.add_argument("--jobs", type=int, default=2, help="nextpnr runs at a time in a seed sweep (default 2)")
+    parser.add_argument("--out-dir", help="where the reports go (default build/synth)")
     parser.add_argument("--block", choices=BLOCKS, default="accelerator",
                         help="place and route the accelerator (default), the MAC array alone, or one "
                              "requantizer lane alone (rows/cols ignored)")
@@ -425,6 +544,20 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.rows < 1 or args.cols < 1:
         parser.error("--rows and --cols must be >= 1")
+    if args.jobs < 1:
+        parser.error("--jobs must be >= 1")
+    if args.seeds:
+        try:
+            summary = seed_sweep(args.target, args.rows, args.cols, args.rounding, args.seeds, jobs=args.jobs,
+                                 freq=args.freq, router=args.router, out_dir=args.out_dir or "build/synth/seeds",
+                                 block=args.block, floorplan=not args.no_floorplan)
+        except SynthError as e:
+            print(f"error: {e}", file=sys.stderr)
+            return 1
+        print(format_seeds(summary))
+        print(f"wrote {summary['json']}")
+        return 0
+    args.out_dir = args.out_dir or "build/synth"
     if args.scaling:
         try:
             results = [r for t in sorted(TARGETS) for r in sweep(t, args.rounding, out_dir=args.out_dir,

@@ -9,7 +9,7 @@ import pytest
 
 from fpga import floorplan
 from fpga.floorplan import ecp5_floorplan
-from fpga.synth import TARGETS, SynthError, check_verilog, format_table, synthesize
+from fpga.synth import TARGETS, SynthError, check_verilog, format_seeds, format_table, seed_sweep, synthesize
 from hw.accelerator import Accelerator
 from hw.narrow_io import NarrowIO
 
@@ -27,6 +27,9 @@ def wrapper_ffs(rows, cols, max_col_tiles, width=8):
 def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
     result = synthesize("ecp5", 2, 2, out_dir=tmp_path, log=lambda _: None)
     assert result["fits"]
+    assert result["router"] == "router2"
+    command = (tmp_path / "ecp5_2x2_double" / "nextpnr.log").read_text().splitlines()[0]
+    assert command.endswith("--router router2 --timing-allow-fail --report report.json")
     saved = json.loads((tmp_path / "ecp5_2x2_double.json").read_text())
     assert saved["fmax_mhz"] == result["fmax_mhz"] > 0
     # 2x2 MAC multipliers + four 16x16 partial products per requantizer lane, nothing else.
@@ -96,6 +99,12 @@ def test_unknown_target_is_refused(tmp_path):
         synthesize("xc7", 2, 2, out_dir=tmp_path)
 
 
+def test_unknown_router_is_refused(tmp_path):
+    with pytest.raises(SynthError, match=r"router must be one of \['router1', 'router2', 'router2-alt'\], got 'vpr'"):
+        synthesize("ecp5", 2, 2, router="vpr", out_dir=tmp_path)
+    assert not any(tmp_path.iterdir())  # refused before any work
+
+
 def test_narrow_io_scan_chain_and_signature():
     """The harness against a Python model: inputs shift in ``width`` bits per cycle, every core
     output is folded into the signature that reaches ``so`` (a toy core: outputs = inputs + 1)."""
@@ -145,6 +154,36 @@ def test_narrow_io_scan_chain_and_signature():
         want.append(chain_out & 0xF)
     assert seen == want
     assert len(set(seen)) > 4
+
+
+def test_seed_sweep(tmp_path):
+    """One netlist, placed and routed with two seeds side by side: each seed's figures are those of
+    its own nextpnr report, and the summary's spread is computed from them."""
+    lines = []
+    summary = seed_sweep("ecp5", 1, 1, seeds=[2, 1], jobs=2, block="lane", out_dir=tmp_path, log=lines.append)
+    assert [r["seed"] for r in summary["seeds"]] == [1, 2]
+    fmaxes = []
+    for r in summary["seeds"]:
+        folder = tmp_path / "ecp5_lane_double" / f"seed{r['seed']}"
+        report = json.loads((folder / "report.json").read_text())
+        fmax = max(v["achieved"] for v in report["fmax"].values())
+        assert r["fmax_mhz"] == round(fmax, 2) > 0
+        assert f"seed {r['seed']}: {r['fmax_mhz']:.1f} MHz" in "\n".join(lines)
+        assert r["critical_path"]["delay_ns"] > 0
+        fmaxes.append(r["fmax_mhz"])
+    # the same netlist for both (synthesized once), and the two placements differ
+    tops = {(tmp_path / "ecp5_lane_double" / f"seed{s}" / "top.json").read_bytes() for s in (1, 2)}
+    assert len(tops) == 1
+    assert len({(tmp_path / "ecp5_lane_double" / f"seed{s}" / "report.json").read_text() for s in (1, 2)}) == 2
+    assert summary["fmax_mhz"] == {"min": min(fmaxes), "max": max(fmaxes), "median": round(sum(fmaxes) / 2, 2),
+                                   "mean": round(sum(fmaxes) / 2, 2)}
+    assert summary["met"] == sum(f >= 200 for f in fmaxes)
+    assert json.loads((tmp_path / "ecp5_lane_double.json").read_text())["seeds"] == summary["seeds"]
+    table = format_seeds(summary)
+    assert f"{summary['met']} of 2 seeds meet 200 MHz" in table
+    assert "router router2" in table
+    with pytest.raises(SynthError, match=r"seeds must be distinct and at least one, got \[1, 1\]"):
+        seed_sweep("ecp5", 1, 1, seeds=[1, 1], block="lane", out_dir=tmp_path)
 
 
 def test_blocks_alone(tmp_path):
