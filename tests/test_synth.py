@@ -178,6 +178,7 @@ def test_seed_sweep(tmp_path):
     assert summary["fmax_mhz"] == {"min": min(fmaxes), "max": max(fmaxes), "median": round(sum(fmaxes) / 2, 2),
                                    "mean": round(sum(fmaxes) / 2, 2)}
     assert summary["met"] == sum(f >= 200 for f in fmaxes)
+    assert summary["seconds"]["pnr"] >= max(r["pnr_seconds"] for r in summary["seeds"]) > 0
     assert json.loads((tmp_path / "ecp5_lane_double.json").read_text())["seeds"] == summary["seeds"]
     table = format_seeds(summary)
     assert f"{summary['met']} of 2 seeds meet 200 MHz" in table
