@@ -359,6 +359,8 @@ def seed_sweep(target, rows, cols, rounding="double", seeds=(1, 2, 3, 4, 5), *, 
     seeds = list(seeds)
     if not seeds or len(set(seeds)) != len(seeds):
         raise SynthError(f"seeds must be distinct and at least one, got {seeds}")
+    if jobs < 1:
+        raise SynthError(f"jobs must be >= 1, got {jobs}")
     base, work = _netlist(target, rows, cols, rounding, freq=freq, max_col_tiles=max_col_tiles, router=router,
                           out_dir=out_dir, block=block, floorplan=floorplan, log=log)
     summary = {k: v for k, v in base.items() if k not in ("fmax_mhz", "critical_path", "seed", "placed", "brams")}
@@ -376,8 +378,8 @@ def seed_sweep(target, rows, cols, rounding="double", seeds=(1, 2, 3, 4, 5), *, 
             return result
 
         t1 = time.monotonic()
-        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-            futures = {pool.submit(run, s): s for s in seeds}
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(run, s) for s in seeds]
             for n, future in enumerate(as_completed(futures), start=1):
                 r = future.result()
                 fmax = f"{r['fmax_mhz']:.1f} MHz" if r["fits"] else "does not fit"
@@ -546,8 +548,6 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.rows < 1 or args.cols < 1:
         parser.error("--rows and --cols must be >= 1")
-    if args.jobs < 1:
-        parser.error("--jobs must be >= 1")
     if args.seeds:
         try:
             summary = seed_sweep(args.target, args.rows, args.cols, args.rounding, args.seeds, jobs=args.jobs,

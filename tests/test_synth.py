@@ -185,6 +185,8 @@ def test_seed_sweep(tmp_path):
     assert "router router2" in table
     with pytest.raises(SynthError, match=r"seeds must be distinct and at least one, got \[1, 1\]"):
         seed_sweep("ecp5", 1, 1, seeds=[1, 1], block="lane", out_dir=tmp_path)
+    with pytest.raises(SynthError, match=r"jobs must be >= 1, got 0"):
+        seed_sweep("ecp5", 1, 1, seeds=[1], jobs=0, block="lane", out_dir=tmp_path)
 
 
 def test_blocks_alone(tmp_path):
