@@ -74,13 +74,15 @@ lint: $(STAMP) verilog
 verilog: $(STAMP)
 	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP)
 
+# the configuration options `make synth` and `make synth-seeds` share
+SYNTH_ARGS = --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) \
+	$(if $(filter 0,$(FLOORPLAN)),--no-floorplan) $(if $(ROUTER),--router $(ROUTER))
+
 synth: $(STAMP)
-	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) --seed $(SEED) \
-		$(if $(filter 0,$(FLOORPLAN)),--no-floorplan) $(if $(ROUTER),--router $(ROUTER))
+	$(PY) -m fpga.synth $(SYNTH_ARGS) --seed $(SEED)
 
 synth-seeds: $(STAMP)
-	$(PY) -m fpga.synth --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) \
-		--seeds $(SEEDS) --jobs $(JOBS) $(if $(filter 0,$(FLOORPLAN)),--no-floorplan) $(if $(ROUTER),--router $(ROUTER))
+	$(PY) -m fpga.synth $(SYNTH_ARGS) --seeds $(SEEDS) --jobs $(JOBS)
 
 synth-scaling: $(STAMP)
 	$(PY) -m fpga.synth --scaling --rounding $(ROUNDING)
