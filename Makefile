@@ -22,7 +22,7 @@ SEED ?= 1
 # seeds and parallel nextpnr runs for `make synth-seeds` (one netlist placed and routed with each seed)
 SEEDS ?= 1-5
 JOBS ?= 2
-# nextpnr router for `make synth`: router1, router2 or router2-alt (empty: the target's)
+# nextpnr router for `make synth`: router1, router2, router2-alt or router2-tmg (empty: the target's, ecp5 router2-tmg)
 ROUTER ?=
 # ECP5 multiplier floorplan for `make synth` (fpga/floorplan.py): 1 (default) or 0 (nextpnr places them)
 FLOORPLAN ?= 1

@@ -27,9 +27,9 @@ def wrapper_ffs(rows, cols, max_col_tiles, width=8):
 def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
     result = synthesize("ecp5", 2, 2, out_dir=tmp_path, log=lambda _: None)
     assert result["fits"]
-    assert result["router"] == "router2"
+    assert result["router"] == "router2-tmg"
     command = (tmp_path / "ecp5_2x2_double" / "nextpnr.log").read_text().splitlines()[0]
-    assert command.endswith("--router router2 --timing-allow-fail --report report.json")
+    assert command.endswith("--router router2 --router2-tmg-ripup --timing-allow-fail --report report.json")
     saved = json.loads((tmp_path / "ecp5_2x2_double.json").read_text())
     assert saved["fmax_mhz"] == result["fmax_mhz"] > 0
     # 2x2 MAC multipliers + four 16x16 partial products per requantizer lane, nothing else.
@@ -100,7 +100,8 @@ def test_unknown_target_is_refused(tmp_path):
 
 
 def test_unknown_router_is_refused(tmp_path):
-    with pytest.raises(SynthError, match=r"router must be one of \['router1', 'router2', 'router2-alt'\], got 'vpr'"):
+    routers = r"\['router1', 'router2', 'router2-alt', 'router2-tmg'\]"
+    with pytest.raises(SynthError, match=rf"router must be one of {routers}, got 'vpr'"):
         synthesize("ecp5", 2, 2, router="vpr", out_dir=tmp_path)
     assert not any(tmp_path.iterdir())  # refused before any work
 
@@ -182,7 +183,7 @@ def test_seed_sweep(tmp_path):
     assert json.loads((tmp_path / "ecp5_lane_double.json").read_text())["seeds"] == summary["seeds"]
     table = format_seeds(summary)
     assert f"{summary['met']} of 2 seeds meet 200 MHz" in table
-    assert "router router2" in table
+    assert "router router2-tmg" in table
     with pytest.raises(SynthError, match=r"seeds must be distinct and at least one, got \[1, 1\]"):
         seed_sweep("ecp5", 1, 1, seeds=[1, 1], block="lane", out_dir=tmp_path)
     with pytest.raises(SynthError, match=r"jobs must be >= 1, got 0"):
