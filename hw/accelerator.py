@@ -300,11 +300,12 @@ class Accelerator(wiring.Component):
         lo_bits = max(3, (c - 1).bit_length())
         k_copy = Signal.like(self.k_steps, reset_less=True, name="k_steps_copy")
         k_lo = Signal(lo_bits, reset_less=True)
-        hi = self.k_steps[lo_bits:]
-        k_hi_zero = Signal(-(-len(hi) // 4), reset_less=True)
+        # K < 2**lo_bits, one register (from the port; as flags per group of four bits, ANDed
+        # with K's low bits after the register, the `K == n` flags took two LUT levels and were
+        # the 8x8's worst path in two placements of ten)
+        small = Signal(reset_less=True, name="k_small")
         m.d.sync += [k_copy.eq(self.k_steps), k_lo.eq(self.k_steps[:lo_bits]),
-                     k_hi_zero.eq(Cat(hi[g:g + 4] == 0 for g in range(0, len(hi), 4)))]
-        small = k_hi_zero.all()  # K < 2**lo_bits
+                     small.eq(self.k_steps[lo_bits:] == 0)]
         k_m2 = Signal(24, reset_less=True)
         k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
         # (the padding after a tile of K < min_tile_steps is min_tile_steps - K idle cycles)
@@ -344,23 +345,31 @@ class Accelerator(wiring.Component):
         # The tile index: `tile` moves to `tile_next` in the cycle after a tile's last step. The
         # array takes a tile's tag with its last step (see SystolicArray), which comes at least
         # min_tile_steps >= 2 cycles after the previous tile's, so `tile` is current by then.
-        # `tile_next` is the successor of `tile` (wrapping at n_tiles) a cycle late, from a
-        # register flagging `tile` == n_tiles - 1: an increment with a synchronous reset, no
-        # compare or multiplexer in that cycle; it is current whenever `tile` moves, for the same
-        # reason. (The flag follows `tile` when no tile ends too, so it sees n_tiles change
-        # between layers.)
+        # `tile_next` is the successor of `tile` (wrapping at n_tiles) a cycle late: an
+        # increment with a synchronous reset from the registered flag `wraps` (`tile` is the
+        # last column tile), no compare or multiplexer in that cycle; it is current whenever
+        # `tile` moves, for the same reason.
+        # `wraps` comes from `left`, the column tiles after `tile` (n_tiles - 1 - tile), not from
+        # a compare in the move's cycle: when `tile` moves, `wraps` takes a registered flag for
+        # `left` being 1 (or, on a wrap, one for n_tiles being 1) and `left` takes `left_next`,
+        # kept a cycle late like `tile_next`. In the cycles between moves (at least one) `wraps`
+        # and that flag compare `left`, and `left` is recomputed from `tile`, so they see n_tiles
+        # change between layers. (As a compare of `tile` or `tile_next` with n_tiles - 1 in the
+        # move's cycle, the wrap flag was the 8x8's worst path in four placements of ten.)
         tile, tile_next = (Signal(range(self.max_col_tiles + 1), name=name) for name in ("tile", "tile_next"))
-        tile_wraps = Signal()
+        left, left_next = (Signal(range(self.max_col_tiles + 1), name=name) for name in ("left", "left_next"))
+        wraps, left_is_1, one_tile = Signal(), Signal(), Signal()
+        m.d.sync += [one_tile.eq(tiles_m1 == 0), left_is_1.eq(left == 1)]
         # (`last_d` again for these, dup_: the tile index sits by the array's tag input, and one
         # register for both it and the padding logic was pulled between them, 3 ns from the
         # wrap flag's logic: the 8x8's worst path in a placement)
         last_t = Signal(name="dup_last_d_tile")
         m.d.sync += last_t.eq(step & last)
         with m.If(last_t):
-            m.d.sync += [tile.eq(tile_next), tile_wraps.eq(tile_next == tiles_m1)]
+            m.d.sync += [tile.eq(tile_next), left.eq(left_next), wraps.eq(Mux(wraps, one_tile, left_is_1))]
         with m.Else():
-            m.d.sync += tile_wraps.eq(tile == tiles_m1)
-        m.d.sync += tile_next.eq(Mux(tile_wraps, 0, tile + 1))
+            m.d.sync += [left.eq(tiles_m1 - tile), wraps.eq(left == 0)]
+        m.d.sync += [tile_next.eq(Mux(wraps, 0, tile + 1)), left_next.eq(Mux(wraps, tiles_m1, left - 1))]
         # Input register: the step enters the array one cycle after it is accepted (only the flags reset).
         a_in = Signal.like(array.a, reset_less=True)
         w_in = Signal.like(array.w, reset_less=True)

@@ -142,6 +142,18 @@ def test_accelerator_layer_registers_two_cycles_ahead(seed):
     assert check(dut, problems, seed, p_idle=0.0, p_ready=1.0) == sum(p.shape[0] for p in problems)
 
 
+def test_accelerator_tile_index_at_full_rate(seed):
+    """Tiles of one and two steps (padded to two) at full rate over 1 .. 7 column tiles and three
+    row tiles: the column tile index moves every other cycle, so its wrap flag must come from
+    the flags kept for the tiles left (no compare cycle in between), through each wrap and each
+    change of n_tiles between layers."""
+    rng = np.random.default_rng(seed + 31)
+    dut = Accelerator(2, 1, max_col_tiles=8)
+    problems = [random_problem(rng, 5, k, n) for n, k in ((7, 1), (1, 2), (5, 2), (2, 1), (6, 1), (3, 2),
+                                                            (4, 1), (7, 2))]
+    assert check(dut, problems, seed, p_idle=0.0, p_ready=1.0) == sum(5 * p.shape[2] for p in problems)
+
+
 def test_accelerator_single_rounding(seed):
     rng = np.random.default_rng(seed + 99)
     dut = Accelerator(2, 3, rounding="single", max_col_tiles=8)
