@@ -199,18 +199,25 @@ def _yosys_counts(stat_json):
     return {"luts": luts, "ffs": ffs, "cells": dict(sorted(cells.items()))}
 
 
-def _out_of_sites(log_path):
-    """Why nextpnr found no room for the design (the resources over the device's count from its
-    utilisation table, and the cell it could not place), or None if it failed for another reason."""
+def _placement_failure(log_path, seed):
+    """Why nextpnr could not place the design, or None if it failed for another reason: a reason
+    and whether another seed may place it. Running out of sites (more cells of a kind than the
+    device has) is final; failing to legalise a placement near the utilisation limit depends on
+    where the seed's placement left the cells."""
     text = pathlib.Path(log_path).read_text(errors="replace")
+    usage = [(kind, int(used), int(available)) for kind, used, available in
+             re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", text, re.MULTILINE)]
     failed = re.search(r"Unable to place cell '([^']*)', no BELs remaining to implement cell type '([^']*)'", text)
-    if failed is None:
-        return None
-    over = [f"{kind} {used}/{available}" for kind, used, available in
-            re.findall(r"^Info:\s+(\w+):\s+(\d+)/\s*(\d+)\s+\d+%", text, re.MULTILINE) if int(used) > int(available)]
-    cell, kind = failed.groups()
-    return (f"placement ran out of {kind} sites" + (f" (used/available: {', '.join(over)})" if over else "")
-            + f"; nextpnr could not place {cell}")
+    if failed is not None:
+        over = [f"{kind} {used}/{available}" for kind, used, available in usage if used > available]
+        cell, kind = failed.groups()
+        return (f"placement ran out of {kind} sites" + (f" (used/available: {', '.join(over)})" if over else "")
+                + f"; nextpnr could not place {cell}"), False
+    if "Unable to find legal placement for all cells" in text:
+        full = [f"{kind} {used}/{available}" for kind, used, available in usage if used and used >= 0.8 * available]
+        return (f"no legal placement found with seed {seed} (nextpnr: 'design is probably at utilisation limit'"
+                + (f"; used/available: {', '.join(full)}" if full else "") + ")"), True
+    return None
 
 
 def _critical_path(report):
@@ -228,17 +235,29 @@ def _critical_path(report):
     return None
 
 
-def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, max_col_tiles=None, router=None,
-               out_dir="build/synth", block="accelerator", floorplan=True, log=print):
+def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, place_tries=1, max_col_tiles=None,
+               router=None, out_dir="build/synth", block="accelerator", floorplan=True, log=print):
     """Run the flow for one configuration; return the report dict (also written as JSON).
 
     ``floorplan``: on ECP5, fix the multipliers' and block RAMs' sites with :func:`fpga.floorplan.ecp5_floorplan`
-    (when the configuration has one); False leaves them to nextpnr's placer."""
+    (when the configuration has one); False leaves them to nextpnr's placer.
+    ``place_tries``: when nextpnr's placer finds no legal placement with ``seed`` (a design near the
+    device's utilisation limit, which some seeds place and others do not), try the next seeds, up to
+    this many seeds in all; the seeds that did not place are listed in ``unplaced_seeds``."""
+    if place_tries < 1:
+        raise SynthError(f"place_tries must be >= 1, got {place_tries}")
     result, work = _netlist(target, rows, cols, rounding, freq=freq, max_col_tiles=max_col_tiles, router=router,
                             out_dir=out_dir, block=block, floorplan=floorplan, log=log)
     result["seed"] = seed
+    result["unplaced_seeds"] = []
     if result["fits"]:
-        _place_and_route(result, work, seed, log)
+        for attempt in range(place_tries):
+            if attempt:
+                log(f"[{work.name}] {result.pop('error')}; trying seed {seed + attempt}")
+                result["fits"] = True
+            if not _place_and_route(result, work, seed + attempt, log):
+                break
+            result["unplaced_seeds"].append(seed + attempt)
     path = pathlib.Path(out_dir) / f"{work.name}.json"
     path.write_text(json.dumps(result, indent=2) + "\n")
     result["json"] = str(path)
@@ -322,7 +341,8 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
 
 def _place_and_route(result, work, seed, log):
     """Place and route ``work/top.json`` with nextpnr (seed ``seed``) and add the routed figures to
-    ``result`` (or ``fits`` False and the reason, if nextpnr ran out of sites)."""
+    ``result`` (or ``fits`` False and the reason, if nextpnr could not place the design). Returns
+    True if the placement failed in a way another seed may not (see :func:`_placement_failure`)."""
     spec = TARGETS[result["target"]]
     nextpnr, freq = _tool(spec["nextpnr"][0]), result["target_mhz"]
     name = config_name(result["target"], result["rows"], result["cols"], result["rounding"], result["block"])
@@ -334,12 +354,13 @@ def _place_and_route(result, work, seed, log):
               "--seed", str(seed), *ROUTERS[result["router"]], "--timing-allow-fail", "--report", "report.json"],
              work / "nextpnr.log", "nextpnr place and route", cwd=work)
     except SynthError:
-        reason = _out_of_sites(work / "nextpnr.log")
-        if reason is None:
+        failure = _placement_failure(work / "nextpnr.log", seed)
+        if failure is None:
             raise
+        reason, seed_dependent = failure
         result.update(fits=False, error=reason)
         log(f"[{name}] does not fit: {reason}")
-        return
+        return seed_dependent
     report = json.loads((work / "report.json").read_text())
     util = report["utilization"]
     resources = {col: {"used": util[k]["used"], "available": util[k]["available"]}
@@ -350,6 +371,7 @@ def _place_and_route(result, work, seed, log):
         "fmax_mhz": round(fmax, 2) if fmax else None, "critical_path": _critical_path(report),
     })
     result["seconds"]["pnr"] = round(time.monotonic() - t1, 1)
+    return False
 
 
 def seed_sweep(target, rows, cols, rounding="double", seeds=(1, 2, 3, 4, 5), *, jobs=2, freq=None, router=None,
@@ -436,6 +458,9 @@ def format_table(results):
         block = r.get("block", "accelerator")
         design = {"accelerator": f"{r['rows']}x{r['cols']}", "array": f"array {r['rows']}x{r['cols']}",
                   "lane": "one lane"}[block]
+        if r.get("unplaced_seeds") and r["fits"]:
+            unplaced = ", ".join(str(s) for s in r["unplaced_seeds"])
+            design += f" (seed {r['seed']}; not placed with {unplaced})"
         rounding = "-" if block == "array" else r["rounding"]
         if not r["fits"]:
             rows.append([r["target"], design, rounding, r["luts"], r["ffs"], r["dsps"],
@@ -462,18 +487,23 @@ def _largest_candidates(target):
     return [(r, 1) for r in range(dsps - 4, 0, -1)]
 
 
-def sweep(target, rounding="double", *, out_dir="build/synth", seed=1, log=print):
-    """Synthesize the scaling set and the largest array that fits; return the list of results."""
-    results = [synthesize(target, r, c, rounding, seed=seed, out_dir=out_dir, log=log) for r, c in SCALING[target]]
+# Seeds the scaling sweep tries on a configuration the placer cannot legalise with the first: the
+# UP5K's 4x1 fills 89% of its logic cells and seeds 1 and 2 leave it unplaced, seed 3 places it.
+SCALING_PLACE_TRIES = 3
+
+
+def sweep(target, rounding="double", *, out_dir="build/synth", seed=1, place_tries=SCALING_PLACE_TRIES, log=print):
+    """Synthesize the scaling set and the largest array that fits; return the list of results.
+    A configuration fits if one of ``place_tries`` seeds from ``seed`` on places it."""
+    def run(r, c):
+        return synthesize(target, r, c, rounding, seed=seed, place_tries=place_tries, out_dir=out_dir, log=log)
+
+    results = [run(r, c) for r, c in SCALING[target]]
     done = {(x["rows"], x["cols"]): x for x in results}
     for r, c in _largest_candidates(target):
         res = done.get((r, c))
         if res is None:
-            try:
-                res = synthesize(target, r, c, rounding, seed=seed, out_dir=out_dir, log=log)
-            except SynthError as e:
-                log(f"[{target} {r}x{c}] does not fit: {e}")
-                continue
+            res = run(r, c)
             results.append(res)
         if res["fits"]:
             res["largest"] = True
@@ -532,6 +562,9 @@ def main(argv=None):
     parser.add_argument("--rounding", choices=["double", "single"], default="double")
     parser.add_argument("--freq", type=float, help="target clock in MHz (ecp5 200, ice40 48)")
     parser.add_argument("--seed", type=int, default=1, help="nextpnr placement seed")
+    parser.add_argument("--place-tries", type=int, metavar="N",
+                        help="if the placer finds no legal placement with --seed, try the next seeds, N in all "
+                             f"(default 1; --scaling: {SCALING_PLACE_TRIES})")
     parser.add_argument("--router", choices=list(ROUTERS),
                         help="nextpnr router; router2-alt is router2 with --router2-alt-weights, router2-tmg "
                              "router2 with --router2-tmg-ripup (default: ecp5 router2-tmg, ice40 router1)")
@@ -551,6 +584,8 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.rows < 1 or args.cols < 1:
         parser.error("--rows and --cols must be >= 1")
+    if args.place_tries is not None and args.place_tries < 1:
+        parser.error("--place-tries must be >= 1")
     if args.seeds:
         try:
             summary = seed_sweep(args.target, args.rows, args.cols, args.rounding, args.seeds, jobs=args.jobs,
@@ -566,7 +601,8 @@ def main(argv=None):
     if args.scaling:
         try:
             results = [r for t in sorted(TARGETS) for r in sweep(t, args.rounding, out_dir=args.out_dir,
-                                                                 seed=args.seed)]
+                                                                 seed=args.seed, place_tries=args.place_tries
+                                                                 or SCALING_PLACE_TRIES)]
         except SynthError as e:
             print(f"error: {e}", file=sys.stderr)
             return 1
@@ -578,8 +614,8 @@ def main(argv=None):
         return 0
     try:
         result = synthesize(args.target, args.rows, args.cols, args.rounding, freq=args.freq, seed=args.seed,
-                            router=args.router, out_dir=args.out_dir, block=args.block,
-                            floorplan=not args.no_floorplan)
+                            place_tries=args.place_tries or 1, router=args.router, out_dir=args.out_dir,
+                            block=args.block, floorplan=not args.no_floorplan)
     except SynthError as e:
         print(f"error: {e}", file=sys.stderr)
         return 1

@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pytest
 
-from fpga import floorplan
+from fpga import floorplan, synth
 from fpga.floorplan import ecp5_floorplan
 from fpga.synth import TARGETS, SynthError, check_verilog, format_seeds, format_table, seed_sweep, synthesize
 from hw.accelerator import Accelerator
@@ -79,6 +79,83 @@ def test_placement_out_of_sites_reported_as_not_fitting(tmp_path, monkeypatch):
     assert "nextpnr could not place core." in result["error"]
     assert json.loads((tmp_path / "ice40_2x2_double.json").read_text())["error"] == result["error"]
     assert "does not fit" in format_table([result])
+
+
+# The lines of a real nextpnr-ice40 log (iCE40 4x1, seed 1) around a placement that did not legalise.
+LEGALISE_LOG = """\
+Info: Device utilisation:
+Info: \t         ICESTORM_LC:    4691/   5280    88%
+Info: \t        ICESTORM_RAM:      11/     30    36%
+Info: \t               SB_IO:      18/     39    46%
+Info: \t        ICESTORM_DSP:       8/      8   100%
+Info: \t      ICESTORM_SPRAM:       0/      4     0%
+
+Info: Running main analytical placer, max placement attempts per cell = 2797795.
+Info:     at iteration #1, type ALL: wirelen solved = 1076, spread = 35917, legal = 77551; time = 1.95s
+ERROR: Unable to find legal placement for all cells, design is probably at utilisation limit.
+17 warnings, 1 error
+"""
+
+
+def test_placement_failures_classified(tmp_path):
+    """Running out of sites is final; a placement that does not legalise may with another seed."""
+    log = tmp_path / "nextpnr.log"
+    log.write_text(LEGALISE_LOG)
+    reason, seed_dependent = synth._placement_failure(log, 1)
+    assert seed_dependent
+    assert reason == ("no legal placement found with seed 1 (nextpnr: 'design is probably at utilisation limit'; "
+                      "used/available: ICESTORM_LC 4691/5280, ICESTORM_DSP 8/8)")
+    log.write_text(LEGALISE_LOG.replace("Unable to find legal placement for all cells",
+                                        "Unable to place cell 'x', no BELs remaining to implement cell type 'Y'"))
+    reason, seed_dependent = synth._placement_failure(log, 1)
+    assert not seed_dependent
+    assert reason.startswith("placement ran out of Y sites")
+    log.write_text("ERROR: something else\n")
+    assert synth._placement_failure(log, 1) is None
+
+
+@pytest.mark.parametrize(("unplaceable", "tries", "placed_with"), [
+    (set(), 3, 4), ({4, 5}, 3, 6), ({4, 5, 6}, 3, None), ({4}, 1, None)])
+def test_placement_retried_with_the_next_seeds(tmp_path, monkeypatch, unplaceable, tries, placed_with):
+    """synthesize(place_tries=N) places with the next seeds while the placer finds no legal
+    placement (nextpnr stood in for by a function that fails on the seeds in `unplaceable`, Yosys
+    by a netlist step that only makes the folder), and reports the seeds it did not place with;
+    the scaling table names them."""
+    calls = []
+
+    def netlist(target, rows, cols, rounding, *, out_dir, **_):
+        work = tmp_path / synth.config_name(target, rows, cols, rounding)
+        work.mkdir()
+        return {"target": target, "rows": rows, "cols": cols, "rounding": rounding, "fits": True, "luts": 1,
+                "ffs": 1, "dsps": 5, "core": {"luts": 1, "ffs": 1}}, work
+
+    def place_and_route(result, work, seed, log):
+        calls.append(seed)
+        if seed in unplaceable:
+            result.update(fits=False, error=f"no legal placement found with seed {seed}")
+            return True
+        result.update(seed=seed, fmax_mhz=100.0 + seed, brams=1)
+        return False
+
+    monkeypatch.setattr(synth, "_netlist", netlist)
+    monkeypatch.setattr(synth, "_place_and_route", place_and_route)
+    lines = []
+    result = synthesize("ice40", 1, 1, seed=4, place_tries=tries, out_dir=tmp_path, log=lines.append)
+    assert calls == list(range(4, 4 + min(tries, len(unplaceable) + 1)))
+    assert result["unplaced_seeds"] == [s for s in calls if s in unplaceable]
+    if placed_with is None:
+        assert not result["fits"]
+        assert result["error"] == f"no legal placement found with seed {calls[-1]}"
+        assert "does not fit" in format_table([result])
+    else:
+        assert result["fits"]
+        assert "error" not in result
+        assert (result["seed"], result["fmax_mhz"]) == (placed_with, 100.0 + placed_with)
+        table = format_table([result])
+        assert ("(seed 6; not placed with 4, 5)" in table) == (placed_with == 6)
+    assert json.loads((tmp_path / "ice40_1x1_double.json").read_text())["unplaced_seeds"] == result["unplaced_seeds"]
+    with pytest.raises(SynthError, match=r"place_tries must be >= 1, got 0"):
+        synthesize("ice40", 1, 1, place_tries=0, out_dir=tmp_path)
 
 
 @pytest.mark.parametrize(("name", "body", "message"), [
