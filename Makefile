@@ -19,6 +19,9 @@ TARGET ?= ecp5
 BLOCK ?= accelerator
 # nextpnr placement seed for `make synth` (the routed Fmax moves by up to a third between seeds on 8x8)
 SEED ?= 1
+# seeds `make synth` tries, from SEED on, while the placer finds no legal placement (a design at the
+# device's limit, such as the UP5K 4x1; empty: 1, and 3 in `make synth-scaling`)
+PLACE_TRIES ?=
 # seeds and parallel nextpnr runs for `make synth-seeds` (one netlist placed and routed with each seed)
 SEEDS ?= 1-5
 JOBS ?= 2
@@ -40,7 +43,7 @@ help:
 	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double DSP=generic|ecp5)"
-	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING BLOCK SEED FLOORPLAN=1|0 ROUTER)"
+	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING BLOCK SEED PLACE_TRIES FLOORPLAN=1|0 ROUTER)"
 	@echo "make synth-seeds   one netlist placed and routed with SEEDS=1-5 (JOBS=2 at a time): Fmax spread, worst paths"
 	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
@@ -79,7 +82,7 @@ SYNTH_ARGS = --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUND
 	$(if $(filter 0,$(FLOORPLAN)),--no-floorplan) $(if $(ROUTER),--router $(ROUTER))
 
 synth: $(STAMP)
-	$(PY) -m fpga.synth $(SYNTH_ARGS) --seed $(SEED)
+	$(PY) -m fpga.synth $(SYNTH_ARGS) --seed $(SEED) $(if $(PLACE_TRIES),--place-tries $(PLACE_TRIES))
 
 synth-seeds: $(STAMP)
 	$(PY) -m fpga.synth $(SYNTH_ARGS) --seeds $(SEEDS) --jobs $(JOBS)
