@@ -330,8 +330,18 @@ class Accelerator(wiring.Component):
         # hold the same values, and a merged register would drive the array too).
         step_d, first_d, last_d = Signal(name="dup_step_d"), Signal(name="dup_first_d"), Signal(name="dup_last_d")
         m.d.sync += [step_d.eq(step), first_d.eq(first), last_d.eq(step & last)]
-        # Steps left after the previous cycle's step, a cycle behind (see _step_count).
-        remaining_is_1 = _step_count(m, step_d, first_d, k_copy, k_m2, k_is)
+        # Steps left after the previous cycle's step, a cycle behind: remaining_d in cycle t is
+        # the count after cycle t - 2, with flags for it being 1 or 2. The count after cycle
+        # t - 1 then is remaining_d, K - 2 (a first step) or remaining_d - 1, and whether it
+        # is 1 follows from the flags, without a compare of the count in the step's cycle.
+        remaining_d = Signal(24)
+        rem_is_1, rem_is_2 = Signal(), Signal()
+        with m.If(step_d):
+            with m.If(first_d):
+                m.d.sync += [remaining_d.eq(k_m2), rem_is_1.eq(k_is[3]), rem_is_2.eq(k_is[4])]
+            with m.Else():
+                m.d.sync += [remaining_d.eq(remaining_d - 1), rem_is_1.eq(rem_is_2), rem_is_2.eq(remaining_d == 3)]
+        remaining_is_1 = Mux(step_d, Mux(first_d, k_is[3], rem_is_2), rem_is_1)
         # The tile index: `tile` moves to `tile_next` in the cycle after a tile's last step. The
         # array takes a tile's tag with its last step (see SystolicArray), which comes at least
         # min_tile_steps >= 2 cycles after the previous tile's, so `tile` is current by then.
@@ -441,68 +451,6 @@ def _nonempty(m, add, remove, limit, name):
     with m.Elif(remove & ~add):
         m.d.sync += nonempty.eq(~count_is_1)
     return nonempty
-
-
-def _step_count(m, step_d, first_d, k_copy, k_m2, k_is):
-    """The sequencer's count of the steps left in a tile, a cycle behind the steps; returns
-    whether it is 1 after the previous cycle's step. ``step_d``, ``first_d``: a step and its
-    ``first`` flag, a cycle late (a first step may come at any time: it reloads the count);
-    ``k_copy``: K in a register; ``k_m2``: K - 2 in a register made from it; ``k_is[n]``:
-    K == n, registers.
-
-    The count R in cycle t is the one after cycle t - 2, with flags (registers) for it being 1
-    or 2; the count after cycle t - 1 then is R, K - 2 (a first step) or R - 1, and whether it
-    is 1 follows from the flags, without a compare of the count in the step's cycle.
-
-    R is kept as 16 * hi + lo, so that no wide carry chain sits in a loop with a multiplexer.
-    (As one 24-bit register, its decrement with the first step's load multiplexer after it was
-    the 8x8's worst path on ECP5 in five placements of ten, and its compare with 3 in three
-    more.) A step counts lo down (5 bits). Once lo < 16 and hi > 0, 16 steps move from hi to
-    lo: hi takes ``hi_m1``, which a carry chain makes from hi into flip-flops of its own, and
-    lo's top bit is set (lo < 16: no carry). A move is requested a cycle after lo drops below
-    16 and made a cycle later, so lo >= 13 whenever hi > 0, and R == 3 is lo == 3.
-    hi moves at most once in 13 steps, so what is made from it may run late: ``hi_m1`` by a
-    cycle and the flag ``hi_zero`` by three (through a flag per nibble). After a move the late
-    flag still says "not zero", which is harmless: lo >= 24 then, so no move is requested.
-    A first step loads lo with K - 2's low 4 bits, plus 16 when its high bits are not zero
-    (so lo lasts until the first move), and hi and ``hi_zero`` with the rest, from registers
-    made from ``k_m2`` (a cycle after it: they are needed a cycle after the first step) and from
-    flags of K made from ``k_copy`` beside ``k_m2`` (K >= 18: K - 2 has high bits; K < 34: its
-    bits above 4 are zero), so that the subtraction's carry-in is a register. (Made from
-    ``k_m2`` as one OR of its high bits, that carry-in put three LUT levels in front of the
-    chain: the 8x8's worst path.) ``hold`` keeps the late flag from overwriting ``hi_zero``
-    until it is made from the new hi."""
-    hi_bits = len(k_m2) - 4
-    load = step_d & first_d
-    k_ge_18, k_lt_34 = Signal(reset_less=True), Signal(reset_less=True)
-    m.d.sync += [k_ge_18.eq(k_copy >= 18), k_lt_34.eq(k_copy < 34)]
-    lo_init = Signal(5, reset_less=True)
-    hi_init = Signal(hi_bits, reset_less=True)
-    m.d.sync += [lo_init.eq(Cat(k_m2[:4], k_ge_18)), hi_init.eq(k_m2[4:] - k_ge_18)]
-    lo, hi = Signal(5, name="steps_lo"), Signal(hi_bits, name="steps_hi")
-    hi_m1 = Signal(hi_bits, reset_less=True, name="steps_hi_m1")
-    nibble_zero = Signal(-(-hi_bits // 4), reset_less=True, name="steps_hi_nibble_zero")
-    hi_zero_late = Signal(reset_less=True, name="steps_hi_zero_late")
-    hi_zero = Signal(init=1, name="steps_hi_zero")
-    move, hold = Signal(name="steps_move"), Signal(2, name="steps_hold")
-    m.d.sync += [hi_m1.eq(hi - 1), hi_zero_late.eq(nibble_zero.all()),
-                 *(nibble_zero[i].eq(hi[4 * i:4 * i + 4] == 0) for i in range(len(nibble_zero)))]
-    with m.If(load):
-        m.d.sync += [lo.eq(lo_init), hi.eq(hi_init), hi_zero.eq(k_lt_34), hold.eq(0b11), move.eq(0)]
-    with m.Else():
-        m.d.sync += [lo.eq(Cat(lo[:4], lo[4] | move) - step_d), move.eq(~lo[4] & ~hi_zero & ~move),
-                     hold.eq(hold >> 1)]
-        with m.If(move):
-            m.d.sync += hi.eq(hi_m1)
-        with m.If(~hold[0]):
-            m.d.sync += hi_zero.eq(hi_zero_late)
-    rem_is_1, rem_is_2 = Signal(), Signal()
-    with m.If(step_d):
-        with m.If(first_d):
-            m.d.sync += [rem_is_1.eq(k_is[3]), rem_is_2.eq(k_is[4])]
-        with m.Else():
-            m.d.sync += [rem_is_1.eq(rem_is_2), rem_is_2.eq(lo == 3)]
-    return Mux(step_d, Mux(first_d, k_is[3], rem_is_2), rem_is_1)
 
 
 class _RowFIFO(wiring.Component):

@@ -12,7 +12,7 @@ import pytest
 from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
-from hw.accelerator import Accelerator, _nonempty, _step_count
+from hw.accelerator import Accelerator, _nonempty
 from hw.multiplier import Multiplier
 from sim.amaranth_bench import run_full_rate
 from sim.stimulus import random_problem
@@ -240,60 +240,6 @@ def test_nonempty_flag(seed, limit):
     sim.add_testbench(bench)
     sim.run()
     assert checked[0] == 3000
-
-
-
-def test_step_count_against_a_model(seed):
-    """The sequencer's step count (kept as 16 * hi + lo, with moves from hi to lo and flags that run
-    late) against a plain count, every cycle of every tile: K around multiples of 16 (a first
-    step that loads lo with 0, 1, 3, 15 or 16 plus 16), K whose K - 2 crosses 4-bit boundaries of
-    hi (255 .. 260, 4097 .. 4099, 65538), tiles back to back at full rate and with idle cycles, K
-    changing between layers with K's copy set two cycles and K - 2 (a register made from it) one
-    cycle before the first step's registered copy loads the count (as in the accelerator), and a
-    fifth of the tiles cut short by the next first step (which the accelerator never does: the
-    count's contract allows it, and only then is hi not zero when a first step reloads it)."""
-    rng = np.random.default_rng(seed + 41)
-    ks = [*range(1, 24), 33, 34, 35, 36, 37, 50, 255, 256, 257, 258, 259, 260, 4097, 4098, 4099]
-    layers = [(int(k), float(rng.choice([0.0, 0.0, 0.3, 0.7]))) for k in rng.permutation(ks)]
-    layers.append((65538, 0.0))
-    m = Module()
-    step_d, first_d = Signal(), Signal()
-    k_copy, k_m2 = Signal(24), Signal(24)
-    m.d.sync += k_m2.eq(k_copy - 2)
-    k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
-    is_1 = _step_count(m, step_d, first_d, k_copy, k_m2, k_is)
-    checked = [0]
-
-    async def bench(ctx):
-        count = None  # the model: steps left after the last registered step
-        for k, p_idle in layers:
-            ctx.set(k_copy, k)
-            ctx.set(step_d, 0)
-            await ctx.tick()
-            for n, flag in k_is.items():
-                ctx.set(flag, k == n)
-            await ctx.tick()
-            for _ in range(3 if k < 100 else 1):
-                for i in range(int(rng.integers(1, k + 1)) if rng.random() < 0.2 else k):
-                    while rng.random() < p_idle:
-                        ctx.set(step_d, 0)
-                        if i > 0:  # within the tile
-                            assert ctx.get(is_1) == (count == 1), f"K {k}, idle before step {i}: count {count}"
-                            checked[0] += 1
-                        await ctx.tick()
-                    ctx.set(step_d, 1)
-                    ctx.set(first_d, i == 0)
-                    count = k - 2 if i == 0 else count - 1
-                    if count >= 0:  # within the tile (after its last step the count is not used)
-                        assert ctx.get(is_1) == (count == 1), f"K {k}, step {i}: count {count}"
-                        checked[0] += 1
-                    await ctx.tick()
-
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
-    assert checked[0] >= sum((k - 1) * (3 if k < 100 else 1) for k, _ in layers) // 2
 
 
 def test_accelerator_rejects_bad_ram_and_dsp():
