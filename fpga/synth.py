@@ -253,8 +253,9 @@ def synthesize(target, rows, cols, rounding="double", *, freq=None, seed=1, plac
     if result["fits"]:
         for attempt in range(place_tries):
             if attempt:
-                log(f"[{work.name}] {result.pop('error')}; trying seed {seed + attempt}")
+                log(f"[{work.name}] trying seed {seed + attempt}")
                 result["fits"] = True
+                del result["error"]
             if not _place_and_route(result, work, seed + attempt, log):
                 break
             result["unplaced_seeds"].append(seed + attempt)
@@ -342,7 +343,7 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
 def _place_and_route(result, work, seed, log):
     """Place and route ``work/top.json`` with nextpnr (seed ``seed``) and add the routed figures to
     ``result`` (or ``fits`` False and the reason, if nextpnr could not place the design). Returns
-    True if the placement failed in a way another seed may not (see :func:`_placement_failure`)."""
+    True if the placement failed in a way that another seed may avoid (see :func:`_placement_failure`)."""
     spec = TARGETS[result["target"]]
     nextpnr, freq = _tool(spec["nextpnr"][0]), result["target_mhz"]
     name = config_name(result["target"], result["rows"], result["cols"], result["rounding"], result["block"])
