@@ -19,12 +19,15 @@ except ImportError as exc:  # pragma: no cover - only without the dev extra
 
 __all__ = [
     "ModelBuilder",
+    "TensorSpec",
     "add_model",
     "conv_2d_model",
     "depthwise_conv_2d_model",
     "fully_connected_model",
+    "op_options",
     "pool_2d_model",
     "schema",
+    "single_op_model",
 ]
 
 _ACTIVATION_CODES = {
@@ -35,7 +38,8 @@ _ACTIVATION_CODES = {
 }
 _PADDING_CODES = {"SAME": schema.Padding.SAME, "VALID": schema.Padding.VALID}
 _TENSOR_TYPES = {np.dtype(np.int8): schema.TensorType.INT8, np.dtype(np.int32): schema.TensorType.INT32,
-                 np.dtype(np.uint8): schema.TensorType.UINT8, np.dtype(np.float32): schema.TensorType.FLOAT32}
+                 np.dtype(np.uint8): schema.TensorType.UINT8, np.dtype(np.float32): schema.TensorType.FLOAT32,
+                 np.dtype(np.int64): schema.TensorType.INT64, np.dtype(np.bool_): schema.TensorType.BOOL}
 
 
 def _activation(activation):
@@ -210,3 +214,44 @@ def pool_2d_model(kind, *, input_shape, output_shape, filter_size, stride, paddi
     opts.fusedActivationFunction = _activation(activation)
     mb.operator(code, [x], [y], schema.BuiltinOptions.Pool2DOptions, opts, version=2)
     return mb.finish([x], [y])
+
+
+class TensorSpec:
+    """One tensor of :func:`single_op_model`: shape, dtype, optional (scale, zero point) and constant data."""
+
+    def __init__(self, shape, dtype=np.int8, scale=None, zero_point=None, data=None, quantized_dimension=0):
+        self.shape, self.dtype = tuple(int(d) for d in shape), np.dtype(dtype)
+        self.scale, self.zero_point, self.data = scale, zero_point, data
+        self.quantized_dimension = quantized_dimension
+
+    def __repr__(self):
+        q = "" if self.scale is None else f" q({self.scale}, {self.zero_point})"
+        return f"{self.dtype.name}{list(self.shape)}{q}{' const' if self.data is not None else ''}"
+
+
+def op_options(name, **fields):
+    """(BuiltinOptions code, options object) for ``name`` ("Softmax" -> SoftmaxOptions) with ``fields`` set."""
+    obj = getattr(schema, f"{name}OptionsT")()
+    for key, value in fields.items():
+        if not hasattr(obj, key):
+            raise AttributeError(f"{name}Options has no field {key!r}")
+        setattr(obj, key, value)
+    return getattr(schema.BuiltinOptions, f"{name}Options"), obj
+
+
+def single_op_model(op, inputs, outputs, options=None, version=1):
+    """A model of one operator ``op`` (a BuiltinOperator name); ``inputs``/``outputs`` are TensorSpecs.
+
+    Inputs without constant data become the model's inputs, in order; ``None`` in ``inputs``
+    marks an omitted optional input. ``options`` is a pair from :func:`op_options`.
+    """
+    mb = ModelBuilder()
+    ins = [-1 if t is None else mb.tensor(f"input{i}", t.shape, t.dtype, scale=t.scale, zero_point=t.zero_point,
+                                           quantized_dimension=t.quantized_dimension, data=t.data)
+           for i, t in enumerate(inputs)]
+    outs = [mb.tensor(f"output{i}", t.shape, t.dtype, scale=t.scale, zero_point=t.zero_point)
+            for i, t in enumerate(outputs)]
+    options_type, options_obj = options if options is not None else (0, None)
+    mb.operator(getattr(schema.BuiltinOperator, op), ins, outs, options_type, options_obj, version)
+    graph_inputs = [i for i, t in zip(ins, inputs, strict=True) if t is not None and t.data is None]
+    return mb.finish(graph_inputs, outs, description=f"int8-systolic single {op}")

@@ -1,0 +1,72 @@
+"""ADD and SUB, int8 (spec: inputs and output int8 per tensor, any scales).
+
+TFLM ``CalculateOpDataAdd`` / ``CalculateOpDataSub`` (micro/kernels/add_common.cc,
+sub_common.cc) and reference ``AddElementwise``/``BroadcastAdd6DSlow``,
+``BroadcastQuantSubSlow`` (kernels/internal/reference/add.h, sub.h). Both inputs are offset,
+shifted left by 20, scaled by ``s_i / (2 max(s1, s2))`` with
+MultiplyByQuantizedMultiplierSmallerThanOneExp, summed (or subtracted), scaled by
+``2 max(s1, s2) / (2**20 s_out)``, offset and clamped to the fused activation's range.
+ADD derives the multipliers in double; TFLM's SUB forms the ratios in float32 first, so
+the two differ in the last bits of the multipliers, and we follow each.
+"""
+
+import numpy as np
+
+from ..fixedpoint import multiply_by_quantized_multiplier_smaller_than_one_exp as mbqm_smaller
+from ..fixedpoint import quantize_multiplier, wrap_int32
+from ..kernels import add_kernel
+from ._base import Op
+from .broadcast import check_broadcast
+
+__all__ = ["OPS"]
+
+LEFT_SHIFT = 20
+
+
+def _smaller_than_one(ctx, real, what):
+    if not 0.0 < real < 1.0:
+        ctx.fail(f"{what} {real!r} must be in (0, 1) (QuantizeMultiplierSmallerThanOneExp; TFLM aborts): "
+                 f"the output scale is too small for the input scales")
+    return quantize_multiplier(real)
+
+
+def prepare(ctx):
+    (q1, q2), (s_out, zp_out) = ctx.int8_in_out(2)
+    (s1, zp1), (s2, zp2) = q1, q2
+    out_shape = check_broadcast(ctx, max_rank=6)
+    if ctx.op == "ADD":
+        twice_max = 2 * np.float64(max(s1, s2))
+        real1, real2 = np.float64(s1) / twice_max, np.float64(s2) / twice_max
+        real_out = twice_max / ((1 << LEFT_SHIFT) * np.float64(s_out))
+    else:  # TFLM's SUB: the ratios in float32, then widened
+        twice_max = np.float32(2) * max(s1, s2)
+        real1, real2 = np.float64(s1 / twice_max), np.float64(s2 / twice_max)
+        real_out = np.float64(twice_max / (np.float32(1 << LEFT_SHIFT) * s_out))
+    m1, sh1 = _smaller_than_one(ctx, float(real1), "input 0's multiplier")
+    m2, sh2 = _smaller_than_one(ctx, float(real2), "input 1's multiplier")
+    mo, sho = _smaller_than_one(ctx, float(real_out), "the output multiplier")
+    act_min, act_max = ctx.fused_activation(s_out, zp_out)
+    return {"input1_offset": -zp1, "input2_offset": -zp2, "left_shift": LEFT_SHIFT,
+            "input1_multiplier": m1, "input1_shift": sh1, "input2_multiplier": m2, "input2_shift": sh2,
+            "output_multiplier": mo, "output_shift": sho, "output_offset": zp_out,
+            "quantized_activation_min": act_min, "quantized_activation_max": act_max, "output_shape": out_shape}
+
+
+def eval_add(p, inputs):
+    kw = {k: v for k, v in p.items() if k != "output_shape"}
+    return [add_kernel(inputs[0], inputs[1], **kw)]
+
+
+def eval_sub(p, inputs):
+    """``BroadcastQuantSubSlow``: as ADD with the second scaled input subtracted (int32 wrap)."""
+    ls = p["left_shift"]
+    a = wrap_int32((inputs[0].astype(np.int64) + p["input1_offset"]) << ls)
+    b = wrap_int32((inputs[1].astype(np.int64) + p["input2_offset"]) << ls)
+    s1 = mbqm_smaller(a, p["input1_multiplier"], p["input1_shift"])
+    s2 = mbqm_smaller(b, p["input2_multiplier"], p["input2_shift"])
+    raw = wrap_int32(s1.astype(np.int64) - s2)
+    out = mbqm_smaller(raw, p["output_multiplier"], p["output_shift"]).astype(np.int64) + p["output_offset"]
+    return [np.clip(out, p["quantized_activation_min"], p["quantized_activation_max"]).astype(np.int8)]
+
+
+OPS = {"ADD": Op(prepare, eval_add), "SUB": Op(prepare, eval_sub)}
