@@ -38,7 +38,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 .PHONY: help install sim test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo clean
 
 help:
-	@echo "make install       create .venv, install the project + dev tools and missing Debian packages"
+	@echo "make install       create .venv, install the project + dev tools and missing Debian packages, fetch the MLPerf Tiny models"
 	@echo "make sim           the RTL regression: every configuration on Icarus and Verilator (WAVES=1, SEED=n)"
 	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
@@ -54,11 +54,12 @@ help:
 
 install: $(STAMP)
 
-$(STAMP): pyproject.toml tools/install-debian-packages.sh
+$(STAMP): pyproject.toml tools/install-debian-packages.sh tools/fetch_models.py
 	tools/install-debian-packages.sh $(DEBIAN_PACKAGES)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -e '.[dev,fpga]'
+	$(PY) tools/fetch_models.py
 	touch $@
 
 sim: $(STAMP)

@@ -108,13 +108,11 @@ def saturating_rounding_doubling_high_mul(a, b):
     overflowing case ``INT32_MIN * INT32_MIN`` saturates to ``INT32_MAX``.
     """
     ab = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
-    # Branch-free form of the C code: nudge = 2**30, or 1 - 2**30 for a negative product; then
-    # C's truncating division by 2**31 (add 2**31 - 1 to negative numerators before the
-    # arithmetic shift). Only INT32_MIN * INT32_MIN = 2**62 yields 2**31, one above INT32_MAX,
-    # so saturation is a minimum.
-    s = ab + ((1 << 30) + ((ab >> 63) & (1 - (1 << 31))))
-    q = (s + ((s >> 63) & ((1 << 31) - 1))) >> 31
-    return np.minimum(q, INT32_MAX).astype(np.int32)
+    # The C code's trunc((ab + nudge) / 2**31), nudge 2**30 or 1 - 2**30 by the sign of ab, equals
+    # floor((ab + 2**30) / 2**31) for every ab: for ab = -t < 0, trunc((1 - 2**30 - t) / 2**31) =
+    # -floor((t + 2**30 - 1) / 2**31) = floor((2**30 - t) / 2**31). So one add and an arithmetic
+    # shift. Only INT32_MIN * INT32_MIN = 2**62 yields 2**31, one above INT32_MAX: a minimum.
+    return np.minimum((ab + (1 << 30)) >> 31, INT32_MAX).astype(np.int32)
 
 
 def rounding_divide_by_pot(x, exponent):

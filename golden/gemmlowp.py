@@ -35,21 +35,30 @@ __all__ = [
 ]
 
 
+def _wrap(x):
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
 def mul(a, b):
-    """FixedPoint ``operator*``: SaturatingRoundingDoublingHighMul of the raw values."""
-    return saturating_rounding_doubling_high_mul(a, b).astype(np.int64)
+    """FixedPoint ``operator*``: SaturatingRoundingDoublingHighMul of the raw values, in int64.
+
+    ``floor((a*b + 2**30) / 2**31)``, which equals the C code's nudge and truncating
+    division for every pair (see :func:`golden.fixedpoint.saturating_rounding_doubling_high_mul`),
+    saturated for INT32_MIN * INT32_MIN.
+    """
+    return np.minimum((np.asarray(a, np.int64) * b + (1 << 30)) >> 31, INT32_MAX)
 
 
 def add(a, b):
-    return wrap_int32(np.asarray(a, np.int64) + b).astype(np.int64)
+    return _wrap(np.asarray(a, np.int64) + b)
 
 
 def sub(a, b):
-    return wrap_int32(np.asarray(a, np.int64) - b).astype(np.int64)
+    return _wrap(np.asarray(a, np.int64) - b)
 
 
 def neg(a):
-    return wrap_int32(-np.asarray(a, np.int64)).astype(np.int64)
+    return _wrap(-np.asarray(a, np.int64))
 
 
 def saturating_add(a, b):
@@ -81,10 +90,13 @@ def saturating_rounding_multiply_by_pot(x, exponent):
         e = int(e)
         if e == 0:
             return x
-        if e < 0:
-            return rounding_divide_by_pot(x, -e).astype(np.int64)
+        if e < 0:   # RoundingDivideByPOT: (x + 2**(r-1) - [x < 0]) >> r, half away from zero
+            r = -e
+            return (x + (1 << (r - 1)) + (x >> 63)) >> r
         threshold = (1 << (31 - e)) - 1
-        return np.where(x > threshold, INT32_MAX, np.where(x < -threshold, INT32_MIN, wrap_int32(x << e)))
+        # x > threshold saturates to INT32_MAX, x < -threshold to INT32_MIN: clip, shift, and the top value
+        # 2**31 down to INT32_MAX
+        return np.minimum(np.clip(x, -threshold - 1, threshold + 1) << e, INT32_MAX)
     if np.any(e < 0):
         raise ValueError("an array of exponents must be >= 0 (SaturatingRoundingMultiplyByPOTParam)")
     threshold = (np.int64(1) << (31 - e)) - 1

@@ -2,8 +2,12 @@
 
     python -m sim.run_model MODEL.tflite [--sim verilator|icarus] [--steps N] [--rows R --cols C]
 
-MODEL may also be ``cnn`` (the project's generated CNN) or a wake-word model's name
-(``alexa``, ``hey_jarvis``, ``hey_mycroft``, ``okay_nabu``). Prints a progress line per
+MODEL may also be ``cnn`` (the project's generated CNN), a wake-word model's name
+(``alexa``, ``hey_jarvis``, ``hey_mycroft``, ``okay_nabu``) or an MLPerf Tiny class model's
+(``image_classification``, ``keyword_spotting``, ``visual_wake_words``,
+``anomaly_detection``, ``keyword_spotting_mobilenetv2``). A model the golden interpreter
+cannot run (an unsupported op, a broken quantization clause) is refused in one line before
+the simulator is built. Prints a progress line per
 step, then a per-layer table (op, shapes, MACs, cycles, utilization, bit-exact or the
 first mismatch with its golden stages) and the TFLM comparison; writes the figures to
 build/models/<model>_<sim>_<R>x<C>.json. Exit status 1 on any mismatch.
@@ -15,7 +19,8 @@ import os
 import sys
 import time
 
-from golden.tflite.model import ModelError, load_model
+from golden.tflite.interpreter import Interpreter
+from golden.tflite.model import ModelError
 
 from .runner import ROOT, build_dir, run_tb
 
@@ -23,7 +28,8 @@ __all__ = ["main", "resolve_model", "run_model"]
 
 
 def resolve_model(name):
-    """A path, ``cnn`` (written to build/models/cnn.tflite) or a bundled wake-word model's name."""
+    """A path, ``cnn`` (written to build/models/cnn.tflite) or a bundled wake-word or MLPerf model's name."""
+    from golden.tflite.mlperf import MODEL_NAMES, mlperf_model
     from golden.tflite.wakeword import wakeword_models
 
     if name == "cnn":
@@ -36,13 +42,17 @@ def resolve_model(name):
     for p in wakeword_models():
         if p.stem == name:
             return p
+    if name in MODEL_NAMES:
+        return mlperf_model(name)
     return name
 
 
 def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto"):
     """Run the cocotb model testbench; returns its result dict (raises if the run produced none)."""
     path = resolve_model(str(model))
-    load_model(path)  # refuse an unreadable model here, with the loader's message, before building anything
+    # Refuse what the golden interpreter cannot run (unreadable file, unsupported op, broken quantization clause)
+    # here, with its one-line message, before anything is built.
+    Interpreter(path)
     env = {"TB_MODEL": str(os.path.abspath(path)), "TB_STEPS": str(steps), "TB_INPUT": input_kind,
            "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING")}
     error = None
@@ -84,7 +94,8 @@ def print_report(res, sim):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("model", help="a .tflite path, 'cnn', or a wake-word model name (e.g. okay_nabu)")
+    parser.add_argument("model", help="a .tflite path, 'cnn', a wake-word model (e.g. okay_nabu) or an MLPerf Tiny "
+                                      "class model (e.g. image_classification)")
     parser.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--rows", type=int, default=8)

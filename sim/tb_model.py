@@ -20,37 +20,15 @@ import time
 import cocotb
 import numpy as np
 
+from golden.tflite.inputs import model_inputs
 from golden.tflite.interpreter import Interpreter, compare_with_tflm
 from golden.tflite.runtimes import TflmModel
-from golden.tflite.wakeword import feature_windows
 from sim.mapping import map_layer
 from sim.tb_accelerator import COLS, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
 
 MODEL = os.environ.get("TB_MODEL", "")
 STEPS = int(os.environ.get("TB_STEPS", "3"))
 INPUT = os.environ.get("TB_INPUT", "auto")
-
-
-def model_inputs(model, steps, seed, kind="auto"):
-    """Per step, the list of input arrays: audio features for [1, stride, 40] int8 inputs, else random."""
-    sg = model.subgraphs[0]
-    tensors = [sg.tensors[i] for i in sg.inputs]
-    if kind == "auto":
-        kind = "features" if len(tensors) == 1 and len(tensors[0].shape) == 3 and tensors[0].shape[2] == 40 \
-            and tensors[0].type == "INT8" else "random"
-    if kind == "features":
-        t = tensors[0]
-        return [[w] for w in feature_windows(t.shape, t.quantization.scale[0], t.quantization.zero_point[0],
-                                             steps, seed)]
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(steps):
-        step = []
-        for t in tensors:
-            info = np.iinfo(t.dtype)
-            step.append(rng.integers(info.min, int(info.max) + 1, t.shape).astype(t.dtype))
-        out.append(step)
-    return out
 
 
 def _shape(a):

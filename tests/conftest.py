@@ -38,9 +38,9 @@ def pytest_terminal_summary(terminalreporter):
         t[2] += r["elements"]
     tr = terminalreporter
     tr.section("golden model vs real runtimes (bit-exact comparisons)")
-    tr.write_line(f"{'runtime':<22} {'op':<20} {'cases':>6} {'matched':>8} {'elements':>10}")
+    tr.write_line(f"{'runtime':<22} {'op':<36} {'cases':>6} {'matched':>8} {'elements':>10}")
     for (against, op), (n, m, e) in sorted(totals.items()):
-        tr.write_line(f"{against:<22} {op:<20} {n:>6} {m:>8} {e:>10}")
+        tr.write_line(f"{against:<22} {op:<36} {n:>6} {m:>8} {e:>10}")
     n_all = sum(t[0] for t in totals.values())
     m_all = sum(t[1] for t in totals.values())
-    tr.write_line(f"{'total':<43} {n_all:>6} {m_all:>8} {sum(t[2] for t in totals.values()):>10}")
+    tr.write_line(f"{'total':<59} {n_all:>6} {m_all:>8} {sum(t[2] for t in totals.values()):>10}")

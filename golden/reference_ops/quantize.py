@@ -13,7 +13,7 @@ dequantize.h:
 
 import numpy as np
 
-from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, round_half_away
+from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
 from ._base import Op
 
 __all__ = ["OPS", "requantize"]
@@ -49,9 +49,10 @@ def requantize(x, input_zero_point, multiplier, shift, output_zero_point, lo, hi
 def eval_quantize(p, inputs):
     x = inputs[0]
     if p["kind"] == "affine":
-        q = round_half_away(np.asarray(x, np.float32) / p["scale"])
-        with np.errstate(invalid="ignore"):
-            q = np.clip(np.nan_to_num(q, nan=0.0), -2.0**31, 2.0**31 - 1).astype(np.int64) + p["zero_point"]
+        # TfLiteRound(val / float(scale)): the quotient in float32, then half away from zero. float64 holds
+        # |v| + 0.5 exactly for a float32 v, so floor of it rounds once. (TFLM's cast of NaN is undefined.)
+        v = (np.asarray(x, np.float32) / p["scale"]).astype(np.float64)
+        q = np.copysign(np.floor(np.abs(v) + 0.5), v) + p["zero_point"]
         return [np.clip(q, p["min"], p["max"]).astype(p["dtype"])]
     return [requantize(x, p["input_zero_point"], p["requantize_output_multiplier"], p["requantize_output_shift"],
                        p["output_zero_point"], p["min"], p["max"], p["dtype"])]
@@ -68,4 +69,5 @@ def eval_dequantize(p, inputs):
     return [(np.float64(p["scale"]) * (inputs[0].astype(np.int64) - p["zero_point"])).astype(np.float32)]
 
 
-OPS = {"QUANTIZE": Op(prepare_quantize, eval_quantize), "DEQUANTIZE": Op(prepare_dequantize, eval_dequantize)}
+OPS = {"QUANTIZE": Op(prepare_quantize, eval_quantize, unary=True),
+       "DEQUANTIZE": Op(prepare_dequantize, eval_dequantize, unary=True)}

@@ -52,7 +52,19 @@ def prepare_softmax(ctx):
         ctx.fail("SOFTMAX needs an input of rank >= 1")
     beta = np.float32(ctx.option("beta", 1.0))
     m, shift, diff_min = _softmax_scaling(ctx, np.float64(beta), np.float64(s_in))
-    return {"input_multiplier": m, "input_left_shift": shift, "diff_min": diff_min}
+    return _with_tables({"input_multiplier": m, "input_left_shift": shift, "diff_min": diff_min})
+
+
+def _with_tables(p):
+    """An int8 difference from the row maximum is one of -255..0: its Q5.26 rescale and exponential for all 256,
+    computed once with the same functions (Eval looks them up)."""
+    diff = np.arange(-255, 1, dtype=np.int64)
+    # MultiplyByQuantizedMultiplierGreaterThanOne: SRDHM(diff * 2**shift, multiplier)
+    rescaled = saturating_rounding_doubling_high_mul(wrap_int32(diff << p["input_left_shift"]),
+                                                     p["input_multiplier"]).astype(np.int64)
+    p["rescaled_table"] = rescaled
+    p["exp_table"] = gemmlowp.exp_on_negative_values(rescaled, SCALED_DIFF_INTEGER_BITS)
+    return p
 
 
 def _exps(x, p):
@@ -61,11 +73,7 @@ def _exps(x, p):
     rows = x.reshape(-1, depth).astype(np.int64)
     diff = rows - rows.max(axis=1, keepdims=True)
     kept = diff >= p["diff_min"]
-    # MultiplyByQuantizedMultiplierGreaterThanOne: SRDHM(diff * 2**shift, multiplier)
-    rescaled = saturating_rounding_doubling_high_mul(wrap_int32(diff << p["input_left_shift"]),
-                                                     p["input_multiplier"]).astype(np.int64)
-    exps = gemmlowp.exp_on_negative_values(rescaled, SCALED_DIFF_INTEGER_BITS)
-    return diff, rescaled, exps, kept
+    return diff, p["rescaled_table"][diff + 255], p["exp_table"][diff + 255], kept
 
 
 def eval_softmax(p, inputs):
@@ -92,8 +100,8 @@ def prepare_log_softmax(ctx):
     if not 0.0 < real_reverse < 1.0:
         ctx.fail(f"the reverse scaling divisor {real_reverse!r} must be in (0, 1)")
     divisor, reverse_left_shift = quantize_multiplier(real_reverse)
-    return {"input_multiplier": m, "input_left_shift": shift, "diff_min": diff_min,
-            "reverse_scaling_divisor": divisor, "reverse_scaling_right_shift": -reverse_left_shift}
+    return _with_tables({"input_multiplier": m, "input_left_shift": shift, "diff_min": diff_min,
+                         "reverse_scaling_divisor": divisor, "reverse_scaling_right_shift": -reverse_left_shift})
 
 
 def eval_log_softmax(p, inputs):

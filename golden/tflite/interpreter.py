@@ -15,6 +15,7 @@ After an invoke, :attr:`Interpreter.tensors` holds every tensor of subgraph 0 (a
 """
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -49,6 +50,7 @@ class MacLayer:
     params: dict
     geometry: dict
     output_shape: tuple
+    plan: dict | None = None   # the precomputed fast path (golden.reference_ops.mac_plan)
 
     @property
     def macs(self):
@@ -62,13 +64,21 @@ class MacLayer:
     def golden(self, return_stages=False):
         """The golden model's result for this layer."""
         p = {"kind": self.kind, "params": self.params, "geometry": self.geometry, "k": self.input.shape[-1],
-             "output_shape": self.output_shape}
+             "output_shape": self.output_shape, "plan": self.plan}
         out = eval_mac(p, [self.input, self.weights, self.bias], return_stages=return_stages)
         return out if return_stages else out[0]
 
 
 def golden_mac(layer):
     return layer.golden()
+
+
+def _golden_mac_step(params, inputs):
+    return eval_mac(params, inputs)
+
+
+def _table_step(table, inputs):
+    return [table[inputs[0].astype(np.int16) + 128]]
 
 
 class Interpreter:
@@ -85,7 +95,9 @@ class Interpreter:
         self._called_once = set()
         self.macs = []            # MacLayer requests of the last invoke, in order
         self.params = {}          # (subgraph, operator) -> the params of the op's Prepare
+        self._tables = {}         # (subgraph, operator) -> eval of a unary int8 op over all 256 inputs
         self._prepare()
+        self._program = self._compile(self.model.subgraphs[0])
 
     def _prepare(self):
         for sg in self.model.subgraphs:
@@ -99,10 +111,40 @@ class Interpreter:
                 ctx = OpContext(op.op, op.index, op.options,
                                 [None if i == -1 else sg.tensors[i] for i in op.inputs],
                                 [sg.tensors[i] for i in op.outputs], where, ModelError)
-                self.params[sg.index, op.index] = kernel.prepare(ctx)
+                params = self.params[sg.index, op.index] = kernel.prepare(ctx)
+                if kernel.unary and ctx.inputs[0].type == "INT8":
+                    # An element-wise op of one int8 value is its table: Eval on all 256 inputs, once.
+                    self._tables[sg.index, op.index] = kernel.eval(params, [np.arange(-128, 128, dtype=np.int8)])[0]
+
+    def _compile(self, sg):
+        """Subgraph 0 as a flat list of (function, input indices, output indices, output shapes and dtypes), for
+        :meth:`invoke` with the golden MAC backend: every op bound to its params once, no generator round trip.
+        None when the subgraph uses resource variables (those run through :meth:`steps`)."""
+        if any(op.op in VARIABLE_OPS for op in sg.operators):
+            return None
+        program = []
+        for op in sg.operators:
+            params = self.params[sg.index, op.index]
+            if op.op in MAC_OPS:
+                fn = functools.partial(_golden_mac_step, params)
+            elif (sg.index, op.index) in self._tables:
+                fn = functools.partial(_table_step, self._tables[sg.index, op.index])
+            else:
+                fn = functools.partial(OP_TABLE[op.op].eval, params)
+            expected = [(sg.tensors[i].shape, sg.tensors[i].dtype) for i in op.outputs]
+            program.append((fn, tuple(op.inputs), tuple(op.outputs), expected, op.index))
+        constants = {i: t.data for i, t in enumerate(sg.tensors) if t.data is not None}
+        constants[-1] = None
+        return program, constants
 
     def invoke(self, inputs, mac=golden_mac):
-        """Run subgraph 0 on ``inputs`` (list of arrays); MAC layers through ``mac(layer)``. Returns the outputs."""
+        """Run subgraph 0 on ``inputs`` (list of arrays); MAC layers through ``mac(layer)``. Returns the outputs.
+
+        With the golden MAC backend (the default) this runs the compiled program of :meth:`_compile`; any other
+        ``mac`` goes through :meth:`steps` and fills :attr:`macs`.
+        """
+        if mac is golden_mac and self._program is not None:
+            return self._invoke_compiled(inputs)
         gen = self.steps(inputs)
         try:
             layer = next(gen)
@@ -110,6 +152,41 @@ class Interpreter:
                 layer = gen.send(mac(layer))
         except StopIteration as stop:
             return stop.value
+
+    def _invoke_compiled(self, inputs):
+        sg = self.model.subgraphs[0]
+        program, constants = self._program
+        values = dict(constants)
+        values.update(self._check_inputs(sg, inputs))
+        for fn, ins, outs, expected, index in program:
+            try:
+                results = fn([values[i] for i in ins])
+            except ModelError:
+                raise
+            except ValueError as exc:
+                raise ModelError(f"{self.model.where(0, index)}: {exc}") from exc
+            for ti, out, (shape, dtype) in zip(outs, results, expected, strict=True):
+                if out.shape != shape or (dtype is not None and out.dtype != dtype):
+                    raise ModelError(f"{self.model.where(0, index)}: computed {out.dtype}{list(out.shape)} but "
+                                     f"tensor '{sg.tensors[ti].name}' is {sg.tensors[ti].type}{list(shape)}")
+                values[ti] = out
+        del values[-1]
+        self.macs = []
+        self.tensors = values
+        return [values[i] for i in sg.outputs]
+
+    def _check_inputs(self, sg, inputs):
+        if len(inputs) != len(sg.inputs):
+            raise ValueError(f"{self.model.path}: the model takes {len(sg.inputs)} inputs, got {len(inputs)}")
+        values = {}
+        for ti, x in zip(sg.inputs, inputs, strict=True):
+            t = sg.tensors[ti]
+            x = np.asarray(x)
+            if x.dtype != t.dtype or x.shape != t.shape:
+                raise ValueError(f"{self.model.path}: input '{t.name}' must be {t.type}{list(t.shape)}, "
+                                 f"got {x.dtype}{list(x.shape)}")
+            values[ti] = x
+        return values
 
     def steps(self, inputs):
         """Generator form of :meth:`invoke`: yields :class:`MacLayer`, expects the int8 result back."""
@@ -143,9 +220,8 @@ class Interpreter:
     def _run(self, si, values):
         sg = self.model.subgraphs[si]
         for op in sg.operators:
-            where = self.model.where(si, op.index)
             if op.op in VARIABLE_OPS:
-                yield from self._variable_op(sg, op, values, where)
+                yield from self._variable_op(sg, op, values, self.model.where(si, op.index))
                 continue
             params = self.params[si, op.index]
             inputs = [self._value(sg, values, i) for i in op.inputs]
@@ -154,29 +230,30 @@ class Interpreter:
                 if op.op == "FULLY_CONNECTED":
                     x = x.reshape(-1, params["k"])
                 layer = MacLayer(op.index, op.op, x, inputs[1], inputs[2] if len(inputs) > 2 else None,
-                                 params["params"], params["geometry"], params["output_shape"])
+                                 params["params"], params["geometry"], params["output_shape"], params["plan"])
                 out = np.asarray((yield layer))
                 if out.shape != layer.output_shape or out.dtype != np.int8:
-                    raise ValueError(f"{where}: the MAC backend returned {out.dtype}{list(out.shape)}, expected "
-                                     f"int8{list(layer.output_shape)}")
+                    raise ValueError(f"{self.model.where(si, op.index)}: the MAC backend returned "
+                                     f"{out.dtype}{list(out.shape)}, expected int8{list(layer.output_shape)}")
                 self.macs.append(layer)
                 outputs = [out]
+            elif (si, op.index) in self._tables:
+                outputs = [self._tables[si, op.index][inputs[0].astype(np.int16) + 128]]
             else:
                 try:
                     outputs = OP_TABLE[op.op].eval(params, inputs)
                 except ModelError:
                     raise
                 except ValueError as exc:
-                    raise ModelError(f"{where}: {exc}") from exc
+                    raise ModelError(f"{self.model.where(si, op.index)}: {exc}") from exc
             if len(outputs) != len(op.outputs):
-                raise ModelError(f"{where}: computed {len(outputs)} outputs but the operator has {len(op.outputs)}")
+                raise ModelError(f"{self.model.where(si, op.index)}: computed {len(outputs)} outputs but the operator "
+                                 f"has {len(op.outputs)}")
             for ti, out in zip(op.outputs, outputs, strict=True):
                 out_t = sg.tensors[ti]
-                if tuple(out.shape) != out_t.shape:
-                    raise ModelError(f"{where}: computed output shape {list(out.shape)} but tensor "
-                                     f"'{out_t.name}' is {list(out_t.shape)}")
-                if out_t.dtype is not None and out.dtype != out_t.dtype:
-                    raise ModelError(f"{where}: computed {out.dtype} but tensor '{out_t.name}' is {out_t.type}")
+                if out.shape != out_t.shape or (out_t.dtype is not None and out.dtype != out_t.dtype):
+                    raise ModelError(f"{self.model.where(si, op.index)}: computed {out.dtype}{list(out.shape)} but "
+                                     f"tensor '{out_t.name}' is {out_t.type}{list(out_t.shape)}")
                 values[ti] = out
 
     def _variable_op(self, sg, op, values, where):

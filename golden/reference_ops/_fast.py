@@ -1,0 +1,28 @@
+"""Unchecked fixed-point helpers for the interpreter's hot paths (arguments already validated in Prepare).
+
+``mbqm`` is MultiplyByQuantizedMultiplier (double rounding) for a non-negative multiplier
+from QuantizeMultiplier, through the identities of :mod:`.mac_plan`:
+SaturatingRoundingDoublingHighMul(a, M) = ``(a * M + 2**30) >> 31`` (M != INT32_MIN) and
+RoundingDivideByPOT(q, r) = ``(q + 2**(r-1) - [q < 0]) >> r``. tests/test_mac_plan.py
+checks it against :func:`golden.fixedpoint.multiply_by_quantized_multiplier`.
+"""
+
+import numpy as np
+
+__all__ = ["mbqm", "wrap"]
+
+
+def wrap(x):
+    """Two's-complement int32 wrap of an int64 array."""
+    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
+
+
+def mbqm(x, multiplier, shift):
+    """MultiplyByQuantizedMultiplier of int64 ``x`` (int32 values) by scalar ints ``multiplier`` >= 0 and ``shift``."""
+    if shift > 0:
+        x = wrap(np.asarray(x, np.int64) << shift)
+    q = (x * multiplier + (1 << 30)) >> 31
+    if shift < 0:
+        r = -shift
+        q = (q + (1 << (r - 1)) - (q < 0)) >> r
+    return q
