@@ -17,7 +17,7 @@ GetInvSqrtQuantizedMultiplierExp, SaturatingRoundingMultiplyByPOTParam, CountLea
 import numpy as np
 
 from ._checks import INT32_MAX, INT32_MIN
-from .fixedpoint import rounding_divide_by_pot, saturating_rounding_doubling_high_mul, wrap_int32
+from .fixedpoint import wrap_int32
 
 __all__ = [
     "count_leading_zeros",

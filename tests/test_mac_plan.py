@@ -36,7 +36,7 @@ def test_fast_path_equals_staged_kernels(kind, seed):
             n, k = int(rng.integers(1, 40)), int(rng.integers(1, 2100))
             x = rng.integers(-128, 128, (int(rng.integers(1, 5)), k)).astype(np.int8)
             w = rng.integers(-127, 128, (n, k)).astype(np.int8)
-            geometry, out_shape = {}, (x.shape[0], n)
+            geometry = {}
         else:
             b, h, wd, cin = 1 + case % 2, int(rng.integers(1, 9)), int(rng.integers(1, 9)), int(rng.integers(1, 6))
             kh, kw = int(rng.integers(1, 4)), int(rng.integers(1, 4))
