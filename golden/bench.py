@@ -1,13 +1,19 @@
-"""Time the golden model against TFLite-Micro on the same layers (``make bench-golden``).
+"""Time the golden model against TFLite-Micro on whole models and on single layers (``make bench-golden``).
 
-Each layer is built once as a single-op .tflite model; TFLM's time is one ``invoke()``
-(interpreter set up beforehand), the golden model's time is one call of the scale-level
-op (parameter derivation included). Both take the best of several repetitions, and
-outputs are compared bit for bit so the benchmark cannot time a wrong answer. Results
-are printed and written to build/bench/golden.json.
+Models: each bundled MLPerf Tiny class model and the wake-word models, one inference in the
+golden interpreter (``Interpreter.invoke``, Prepare done beforehand, as TFLM's
+``AllocateTensors``) against one TFLM ``invoke()`` on the same input; the two are timed
+alternately and each keeps its best, so a busy machine slows both alike. Every output of
+every model is compared bit for bit, so the benchmark cannot time a wrong answer.
+
+Layers: each built once as a single-op .tflite model; the golden model's time is one call
+of the scale-level op (parameter derivation and argument checks included).
+
+Results are printed and written to build/bench/golden.json.
 """
 
 import argparse
+import functools
 import json
 import os
 import pathlib
@@ -73,6 +79,40 @@ def _layers(rng):
             conv(32, 32, 32, 0, 3, 1, depthwise=True, mult=1), conv(49, 10, 40, 0, 3, 1, depthwise=True, mult=2)]
 
 
+def _model_rows(repeats, min_seconds=1.0):
+    from tflite_micro.python.tflite_micro import runtime
+
+    from golden.tflite.inputs import model_inputs
+    from golden.tflite.interpreter import Interpreter
+    from golden.tflite.mlperf import mlperf_models
+    from golden.tflite.wakeword import wakeword_models
+
+    rows = []
+    for path in [*mlperf_models(), *wakeword_models()]:
+        raw = path.read_bytes()
+        ours = Interpreter(raw, path.name)
+        x = model_inputs(ours.model, 1, 0)[0]
+        tflm = runtime.Interpreter.from_bytes(raw, arena_size=8 << 20)
+        for i, v in enumerate(x):
+            tflm.set_input(np.ascontiguousarray(v), i)
+        best = {"golden": float("inf"), "tflm": float("inf")}
+        spent, runs = 0.0, 0
+        while runs < repeats or spent < min_seconds:
+            for name, fn in (("tflm", tflm.invoke), ("golden", functools.partial(ours.invoke, x))):
+                t0 = time.perf_counter()
+                fn()
+                dt = time.perf_counter() - t0
+                best[name] = min(best[name], dt)
+                spent += dt
+            runs += 1
+        outs = ours.invoke(x)
+        exact = all(np.array_equal(o, np.asarray(tflm.get_output(i)).reshape(o.shape)) for i, o in enumerate(outs))
+        rows.append({"model": path.stem, "ops": len(ours.model.subgraphs[0].operators), "tflm_s": best["tflm"],
+                     "golden_s": best["golden"], "speedup": best["tflm"] / best["golden"], "bit_exact": exact,
+                     "runs": runs})
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per layer (best is kept)")
@@ -83,6 +123,12 @@ def main(argv=None):
 
     from golden.tflite.runtimes import tflm_arena_size
 
+    models = _model_rows(args.repeats)
+    print(f"{'model':<30} {'ops':>4} {'TFLM ms':>9} {'golden ms':>10} {'TFLM/golden':>12}  bit-exact")
+    for r in models:
+        print(f"{r['model']:<30} {r['ops']:>4} {r['tflm_s'] * 1e3:>9.3f} {r['golden_s'] * 1e3:>10.3f} "
+              f"{r['speedup']:>11.2f}x  {'yes' if r['bit_exact'] else 'NO'}")
+    print()
     rng = np.random.default_rng(0)
     rows = []
     print(f"{'layer':<40} {'MACs':>10} {'TFLM ms':>9} {'golden ms':>10} {'speedup':>8}  bit-exact")
@@ -99,11 +145,11 @@ def main(argv=None):
               f"{'yes' if exact else 'NO'}")
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(),
+    out.write_text(json.dumps({"machine": platform.platform(), "cpus": os.cpu_count(), "models": models,
                                "layers": rows}, indent=2) + "\n")
     print(f"wrote {out}")
-    slow = [r["layer"] for r in rows if r["speedup"] < 1.0]
-    bad = [r["layer"] for r in rows if not r["bit_exact"]]
+    slow = [r["model"] for r in models if r["speedup"] < 1.0] + [r["layer"] for r in rows if r["speedup"] < 1.0]
+    bad = [r["model"] for r in models if not r["bit_exact"]] + [r["layer"] for r in rows if not r["bit_exact"]]
     if bad:
         print(f"ERROR: golden differs from TFLM on: {', '.join(bad)}")
     if slow:

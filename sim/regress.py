@@ -1,8 +1,9 @@
 """The RTL regression (``make sim``): every configuration on both simulators, with a summary.
 
 Runs sim/tb_accelerator.py through cocotb-test for each (simulator, rows x cols, rounding)
-below, then the four wake-word models (20 steps each) and the generated CNN with every MAC
-layer on the RTL (sim/tb_model.py, compared with golden and TFLM); prints a line per run as
+below, then the four wake-word models (20 steps each), the generated CNN and the five MLPerf
+Tiny class models (one inference each) with every MAC layer on the RTL (sim/tb_model.py,
+compared with golden and TFLM); prints a line per run as
 it finishes, then a table of tests, outputs compared and failures; copies each run's JUnit
 XML to build/sim/junit/ and writes build/sim/summary.json.
 ``WAVES=1`` dumps FST waveforms (Icarus: <build>/<top>.fst; Verilator: --trace-fst).
@@ -24,8 +25,11 @@ CONFIGS = ([("icarus", r, c, rnd, "generic") for r, c in SHAPES for rnd in ("dou
            # The ECP5 build (MULT18X18D and DP16KD primitives, simulated with sim/ecp5_models.py's models).
            + [("icarus", 4, 4, "double", "ecp5")]
            + [("verilator", 8, 8, rnd, "ecp5") for rnd in ("double", "single")])
-# Real models, every MAC layer on the RTL (Verilator, 8x8): (model, steps).
-MODELS = [("alexa", 20), ("hey_jarvis", 20), ("hey_mycroft", 20), ("okay_nabu", 20), ("cnn", 5)]
+# Real models, every MAC layer on the RTL (Verilator, 8x8): (model, steps). The MLPerf Tiny class models
+# (golden.tflite.mlperf) run one inference each.
+MODELS = [("alexa", 20), ("hey_jarvis", 20), ("hey_mycroft", 20), ("okay_nabu", 20), ("cnn", 5),
+          ("image_classification", 1), ("keyword_spotting", 1), ("visual_wake_words", 1), ("anomaly_detection", 1),
+          ("keyword_spotting_mobilenetv2", 1)]
 
 
 def main(argv=None):
@@ -84,16 +88,16 @@ def main(argv=None):
         row = {"config": f"{name} x{steps}", "simulator": "verilator", "tests": tests, "compared": compared,
                "failures": failures, "seconds": round(time.monotonic() - t0, 1), "error": error, "model": True}
         rows.append(row)
-        print(f"[model {n}/{len(models)}] {name:<12} {'ok' if not failures and tests else 'FAIL':<4} {steps} steps, "
+        print(f"[model {n}/{len(models)}] {name:<28} {'ok' if not failures and tests else 'FAIL':<4} {steps} steps, "
               f"{compared} GEMM outputs compared, {failures} failures, {row['seconds']} s", flush=True)
     print()
-    print(f"{'configuration':<18} {'simulator':<10} {'tests':>5} {'outputs compared':>17} {'failures':>9}")
+    print(f"{'configuration':<32} {'simulator':<10} {'tests':>5} {'outputs compared':>17} {'failures':>9}")
     for row in rows:
-        print(f"{row['config']:<18} {row['simulator']:<10} {row['tests']:>5} {row['compared']:>17} "
+        print(f"{row['config']:<32} {row['simulator']:<10} {row['tests']:>5} {row['compared']:>17} "
               f"{row['failures']:>9}")
     total_c = sum(r["compared"] for r in rows)
     total_f = sum(r["failures"] for r in rows)
-    print(f"{'total':<27} {sum(r['tests'] for r in rows):>5} {total_c:>17} {total_f:>9}")
+    print(f"{'total':<43} {sum(r['tests'] for r in rows):>5} {total_c:>17} {total_f:>9}")
     out = ROOT / "build" / "sim" / "summary.json"
     out.write_text(json.dumps({"seed": seed, "runs": rows}, indent=2) + "\n")
     print(f"JUnit XML: {junit}/   summary: {out}")

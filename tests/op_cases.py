@@ -306,7 +306,7 @@ def _quantize(rng, n):
 
 def _dequantize(rng, n):
     return [case("DEQUANTIZE", "all 256 inputs", [TensorSpec((256,), I8, scale(rng, 1e-6, 100.0), zp(rng))],
-                 [TensorSpec((256,), np.float32)], rng, arrays={0: ALL}) for _ in range(max(2, n // 2))]
+                 [TensorSpec((256,), np.float32)], rng, arrays={0: ALL}) for _ in range(n + 2)]
 
 
 def _hard_swish(rng, n):

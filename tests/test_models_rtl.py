@@ -6,6 +6,7 @@ import pytest
 from golden.tflite.cnn import generated_cnn
 from golden.tflite.inputs import model_inputs
 from golden.tflite.interpreter import Interpreter
+from golden.tflite.mlperf import MODEL_NAMES, mlperf_model
 from golden.tflite.wakeword import wakeword_models
 from sim.mapping import map_layer
 from sim.run_model import main as run_model_main
@@ -85,3 +86,22 @@ def test_run_model_refuses_unsupported_op_before_building(tmp_path, capsys):
     assert len(err.splitlines()) == 1
     assert "rsqrt.tflite: subgraph 0, operator 0 (RSQRT): unsupported op" in err
     assert not list((ROOT / "build" / "sim").glob("verilator_3x3_*_model*")), "the simulator was built anyway"
+
+
+@pytest.mark.parametrize("name", MODEL_NAMES)
+def test_mapping_reproduces_every_mlperf_layer(name, seed):
+    """Every MAC layer of each MLPerf Tiny class model, mapped to 8x8 GEMM problems (tables 16 tiles deep, as
+    in make sim) and assembled from the problems' golden results, equals the golden layer."""
+    interp = Interpreter(mlperf_model(name).read_bytes(), name)
+    layers = []
+
+    def mac(layer):
+        mapped = map_layer(layer, 8, 8, 8 * 16)
+        got = mapped.assemble([p.expected()[0].astype(np.int8) for p in mapped.problems])
+        np.testing.assert_array_equal(got, layer.golden(), err_msg=f"{name} operator {layer.op_index} ({layer.kind})")
+        layers.append(layer.op_index)
+        return got
+
+    interp.invoke(model_inputs(interp.model, 1, seed)[0], mac=mac)
+    sg = interp.model.subgraphs[0]
+    assert layers == [op.index for op in sg.operators if op.op in ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")]

@@ -44,7 +44,8 @@ def check_op(op, seed, n, record_property):
                                   f"{want.ravel()[bad[0]]}; inputs {[x.ravel()[:8] for x in c.inputs]} (SEED={seed})")
             elements += got.size
     record_property("crosscheck", {"against": "TFLM" if all_cases[0].runtime == "tflm" else "LiteRT BUILTIN_REF",
-                                   "op": OP_FAMILIES[op], "cases": len(all_cases), "matched": len(all_cases),
+                                   "op": f"{OP_FAMILIES[op]} (interpreter)", "cases": len(all_cases),
+                                   "matched": len(all_cases),
                                    "elements": elements})
 
 

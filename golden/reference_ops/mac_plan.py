@@ -114,6 +114,8 @@ def requantize(acc, p):
 
 
 def _gemm(lhs, rhs_chunks):
+    if len(rhs_chunks) == 1:
+        return (lhs.astype(np.float32) @ rhs_chunks[0]).astype(np.int64)
     acc = None
     k0 = 0
     for rhs in rhs_chunks:

@@ -49,11 +49,12 @@ def requantize(x, input_zero_point, multiplier, shift, output_zero_point, lo, hi
 def eval_quantize(p, inputs):
     x = inputs[0]
     if p["kind"] == "affine":
-        # TfLiteRound(val / float(scale)): the quotient in float32, then half away from zero. float64 holds
-        # |v| + 0.5 exactly for a float32 v, so floor of it rounds once. (TFLM's cast of NaN is undefined.)
+        # TfLiteRound(val / float(scale)): the quotient in float32, then half away from zero: trunc(v +- 0.5),
+        # exact in float64 for a float32 v (no second rounding). (TFLM's cast of NaN is undefined.)
         v = (np.asarray(x, np.float32) / p["scale"]).astype(np.float64)
-        q = np.copysign(np.floor(np.abs(v) + 0.5), v) + p["zero_point"]
-        return [np.clip(q, p["min"], p["max"]).astype(p["dtype"])]
+        q = np.trunc(v + np.copysign(0.5, v))
+        q += p["zero_point"]
+        return [np.clip(q, p["min"], p["max"], out=q).astype(p["dtype"])]
     return [requantize(x, p["input_zero_point"], p["requantize_output_multiplier"], p["requantize_output_shift"],
                        p["output_zero_point"], p["min"], p["max"], p["dtype"])]
 

@@ -26,13 +26,19 @@ def prepare_reshape(ctx):
     if shape_t is not None and shape_t.type not in ("INT32", "INT64"):
         ctx.fail(f"shape input '{shape_t.name}' must be int32, got {shape_t.type}")
     new_shape = ctx.option("newShape")
-    return {"where": ctx.where, "output_shape": tuple(ctx.outputs[0].shape),
-            "new_shape": None if new_shape is None else [int(d) for d in new_shape],
-            "shape_input": shape_t is not None, "error": ctx.error}
+    p = {"where": ctx.where, "output_shape": tuple(ctx.outputs[0].shape),
+         "new_shape": None if new_shape is None else [int(d) for d in new_shape],
+         "shape_input": shape_t is not None, "error": ctx.error, "static_shape": None}
+    if shape_t is None or shape_t.data is not None:   # the shape is known now: resolve it once
+        inputs = [np.zeros(ctx.inputs[0].shape, np.int8), None if shape_t is None else shape_t.data]
+        p["static_shape"] = eval_reshape(p, inputs)[0].shape
+    return p
 
 
 def eval_reshape(p, inputs):
     x = inputs[0]
+    if p["static_shape"] is not None:
+        return [x.reshape(p["static_shape"])]
     if p["shape_input"] and inputs[1] is not None and np.size(inputs[1]):
         shape = [int(d) for d in np.asarray(inputs[1]).reshape(-1)]
     elif p["new_shape"] is not None and len(p["new_shape"]):

@@ -60,9 +60,12 @@ def prepare_strided_slice(ctx):
         ctx.fail("ellipsis_mask, new_axis_mask and offset are not supported by TFLM's STRIDED_SLICE")
     if len(t.shape) > 4:
         ctx.fail(f"TFLM's STRIDED_SLICE takes up to 4 dimensions, got {len(t.shape)}")
-    return {"begin_mask": ctx.option("beginMask", 0), "end_mask": ctx.option("endMask", 0),
-            "shrink_axis_mask": ctx.option("shrinkAxisMask", 0), "output_shape": tuple(ctx.outputs[0].shape),
-            "where": ctx.where, "error": ctx.error}
+    p = {"begin_mask": ctx.option("beginMask", 0), "end_mask": ctx.option("endMask", 0),
+         "shrink_axis_mask": ctx.option("shrinkAxisMask", 0), "output_shape": tuple(ctx.outputs[0].shape),
+         "where": ctx.where, "error": ctx.error, "index": None}
+    # begin/end/strides are constants and the input shape is static: the slice is known now
+    p["index"] = _index(p, t.shape, *(ctx.const(i) for i in (1, 2, 3)))
+    return p
 
 
 def _clamp(v, lo, hi):
@@ -108,24 +111,30 @@ def strided_slice_index(shape, begin, end, strides, begin_mask, end_mask, shrink
     return out
 
 
-def eval_strided_slice(p, inputs):
-    x = inputs[0]
-    begin, end, strides = _ints(inputs[1]), _ints(inputs[2]), _ints(inputs[3])
-    if not len(begin) == len(end) == len(strides) == x.ndim:
-        raise p["error"](f"{p['where']}: begin, end and strides need {x.ndim} entries, got {begin}, {end}, {strides}")
+def _index(p, shape, begin, end, strides):
+    """The numpy index of the slice (raising the op's error for what TFLM cannot compute)."""
+    begin, end, strides = _ints(begin), _ints(end), _ints(strides)
+    if not len(begin) == len(end) == len(strides) == len(shape):
+        raise p["error"](f"{p['where']}: begin, end and strides need {len(shape)} entries, got {begin}, {end}, "
+                         f"{strides}")
     try:
-        axes = strided_slice_index(x.shape, begin, end, strides, p["begin_mask"], p["end_mask"],
+        axes = strided_slice_index(shape, begin, end, strides, p["begin_mask"], p["end_mask"],
                                    p["shrink_axis_mask"])
     except ValueError as exc:
         raise p["error"](f"{p['where']}: {exc}") from None
     # A negative stride from -1 is empty in TFLite; Python would read -1 as the last element.
     index = tuple(slice(0, 0) if s < 0 and a < 0 else slice(a, None if b < 0 else b, s) for a, b, s, _ in axes)
-    out = x[index]
-    shape = tuple(d for d, (_, _, _, shrink) in zip(out.shape, axes, strict=True) if not shrink)
-    if int(np.prod(shape)) != int(np.prod(p["output_shape"])):
-        raise p["error"](f"{p['where']}: the slice has shape {list(shape)} but the output tensor is "
+    sliced = np.empty(shape, np.bool_)[index].shape
+    kept = tuple(d for d, (_, _, _, shrink) in zip(sliced, axes, strict=True) if not shrink)
+    if int(np.prod(kept)) != int(np.prod(p["output_shape"])):
+        raise p["error"](f"{p['where']}: the slice has shape {list(kept)} but the output tensor is "
                          f"{list(p['output_shape'])}")
-    return [out.reshape(p["output_shape"])]
+    return index
+
+
+def eval_strided_slice(p, inputs):
+    index = p["index"] if p["index"] is not None else _index(p, inputs[0].shape, *inputs[1:4])
+    return [inputs[0][index].reshape(p["output_shape"])]
 
 
 OPS = {"SLICE": Op(prepare_slice, eval_slice), "STRIDED_SLICE": Op(prepare_strided_slice, eval_strided_slice)}

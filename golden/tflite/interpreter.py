@@ -19,7 +19,7 @@ import functools
 
 import numpy as np
 
-from golden.reference_ops import OP_TABLE, OpContext
+from golden.reference_ops import OP_TABLE, OpContext, mac_plan
 from golden.reference_ops.conv import eval_mac
 
 from .model import ModelError, load_model
@@ -77,6 +77,11 @@ def _golden_mac_step(params, inputs):
     return eval_mac(params, inputs)
 
 
+def _mac_plan_step(plan, output_shape, k, inputs):
+    x = inputs[0] if k is None else inputs[0].reshape(-1, k)
+    return [mac_plan.run(plan, x, output_shape)]
+
+
 def _table_step(table, inputs):
     return [table[inputs[0].astype(np.int16) + 128]]
 
@@ -125,7 +130,10 @@ class Interpreter:
         program = []
         for op in sg.operators:
             params = self.params[sg.index, op.index]
-            if op.op in MAC_OPS:
+            if op.op in MAC_OPS and params["plan"] is not None:
+                fn = functools.partial(_mac_plan_step, params["plan"], params["output_shape"],
+                                       params.get("k") if op.op == "FULLY_CONNECTED" else None)
+            elif op.op in MAC_OPS:
                 fn = functools.partial(_golden_mac_step, params)
             elif (sg.index, op.index) in self._tables:
                 fn = functools.partial(_table_step, self._tables[sg.index, op.index])
@@ -133,9 +141,10 @@ class Interpreter:
                 fn = functools.partial(OP_TABLE[op.op].eval, params)
             expected = [(sg.tensors[i].shape, sg.tensors[i].dtype) for i in op.outputs]
             program.append((fn, tuple(op.inputs), tuple(op.outputs), expected, op.index))
-        constants = {i: t.data for i, t in enumerate(sg.tensors) if t.data is not None}
-        constants[-1] = None
-        return program, constants
+        # every tensor's slot, constants filled in; the extra last slot is None, which index -1 (an omitted
+        # optional input) reads
+        slots = [t.data for t in sg.tensors] + [None]
+        return program, slots
 
     def invoke(self, inputs, mac=golden_mac):
         """Run subgraph 0 on ``inputs`` (list of arrays); MAC layers through ``mac(layer)``. Returns the outputs.
@@ -155,9 +164,10 @@ class Interpreter:
 
     def _invoke_compiled(self, inputs):
         sg = self.model.subgraphs[0]
-        program, constants = self._program
-        values = dict(constants)
-        values.update(self._check_inputs(sg, inputs))
+        program, slots = self._program
+        values = slots.copy()
+        for ti, x in self._check_inputs(sg, inputs).items():
+            values[ti] = x
         for fn, ins, outs, expected, index in program:
             try:
                 results = fn([values[i] for i in ins])
@@ -170,9 +180,8 @@ class Interpreter:
                     raise ModelError(f"{self.model.where(0, index)}: computed {out.dtype}{list(out.shape)} but "
                                      f"tensor '{sg.tensors[ti].name}' is {sg.tensors[ti].type}{list(shape)}")
                 values[ti] = out
-        del values[-1]
         self.macs = []
-        self.tensors = values
+        self.tensors = dict(enumerate(values[:-1]))
         return [values[i] for i in sg.outputs]
 
     def _check_inputs(self, sg, inputs):
