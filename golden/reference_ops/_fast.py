@@ -9,7 +9,12 @@ checks it against :func:`golden.fixedpoint.multiply_by_quantized_multiplier`.
 
 import numpy as np
 
-__all__ = ["mbqm", "wrap"]
+__all__ = ["by_uint8", "mbqm", "wrap"]
+
+
+def by_uint8(table):
+    """Reorder a table indexed by ``q + 128`` (q int8) so that ``q.view(np.uint8)`` indexes it: one gather."""
+    return np.asarray(table)[np.arange(256, dtype=np.uint8).view(np.int8).astype(np.intp) + 128]
 
 
 def wrap(x):

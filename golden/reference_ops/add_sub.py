@@ -14,7 +14,7 @@ import numpy as np
 
 from ..fixedpoint import quantize_multiplier
 from ._base import Op
-from ._fast import mbqm
+from ._fast import by_uint8, mbqm
 from .broadcast import check_broadcast
 
 __all__ = ["OPS"]
@@ -57,27 +57,29 @@ _ALL_INT8 = np.arange(-128, 128, dtype=np.int64)
 def _scaled_tables(p):
     """Each input's rescaled value ``MBQM((q + offset) << 20, M_i, shift_i)`` for all 256 q (exact, no wrap:
     |q + offset| <= 255, so the shifted value stays below 2**28)."""
-    if "_tables" not in p:
-        p["_tables"] = [mbqm((_ALL_INT8 + p[f"input{i}_offset"]) << p["left_shift"], p[f"input{i}_multiplier"],
-                             p[f"input{i}_shift"]) for i in (1, 2)]
+    if "_tables" not in p:   # indexed by the inputs' uint8 view
+        p["_tables"] = [by_uint8(mbqm((_ALL_INT8 + p[f"input{i}_offset"]) << p["left_shift"],
+                                      p[f"input{i}_multiplier"], p[f"input{i}_shift"])) for i in (1, 2)]
     return p["_tables"]
 
 
 def _finish(raw, p):
-    out = mbqm(raw, p["output_multiplier"], p["output_shift"]) + p["output_offset"]
-    return [np.clip(out, p["quantized_activation_min"], p["quantized_activation_max"]).astype(np.int8)]
+    out = mbqm(raw, p["output_multiplier"], p["output_shift"])
+    out += p["output_offset"]
+    np.maximum(out, p["quantized_activation_min"], out=out)
+    return [np.minimum(out, p["quantized_activation_max"], out=out).astype(np.int8)]
 
 
 def eval_add(p, inputs):
     """``AddElementwise``/``BroadcastAdd6DSlow``: the two rescaled inputs summed (each |value| < 2**28: no wrap)."""
     t1, t2 = _scaled_tables(p)
-    return _finish(t1[inputs[0].astype(np.int64) + 128] + t2[inputs[1].astype(np.int64) + 128], p)
+    return _finish(t1[inputs[0].view(np.uint8)] + t2[inputs[1].view(np.uint8)], p)
 
 
 def eval_sub(p, inputs):
     """``BroadcastQuantSubSlow``: as ADD with the second rescaled input subtracted."""
     t1, t2 = _scaled_tables(p)
-    return _finish(t1[inputs[0].astype(np.int64) + 128] - t2[inputs[1].astype(np.int64) + 128], p)
+    return _finish(t1[inputs[0].view(np.uint8)] - t2[inputs[1].view(np.uint8)], p)
 
 
 OPS = {"ADD": Op(prepare, eval_add), "SUB": Op(prepare, eval_sub)}

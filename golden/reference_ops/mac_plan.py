@@ -12,6 +12,13 @@ MultiplyByQuantizedMultiplier with the fewest numpy passes using two identities:
   QuantizeMultiplier's multipliers lie in [2**30, 2**31) or are 0;
 * RoundingDivideByPOT(q, r) = ``(q + 2**(r-1) - [q < 0]) >> r`` for r >= 1.
 
+When the accumulator cannot leave int32 and the shifts are moderate, :func:`requantize` goes
+further and folds both roundings, the bias and the output offset into one shift, since
+``floor((floor(t / B) + c) / C) = floor((t + c B) / (B C))`` for integers: with
+``u = acc M + bias M + 2**30`` (so ``[u < 0]`` is SRDHM's sign),
+``out = (u + 2**(30+r) + offset 2**(31+r) - [u < 0] 2**31) >> (31 + r)``, then the clamp; a
+channel with no right shift (r = 0) has no second rounding: ``(u + offset 2**31) >> 31``.
+
 This path must equal the staged kernels (:mod:`golden.kernels`, which the RTL is checked
 against) and TFLM bit for bit; tests/test_mac_plan.py and the whole-model TFLM
 comparisons check both.
@@ -21,7 +28,7 @@ import numpy as np
 
 from .. import staged
 
-__all__ = ["plan", "requantize", "run"]
+__all__ = ["compile_step", "plan", "requantize", "run"]
 
 _CHUNK = 1024
 INT32_SPAN = 1 << 32
@@ -72,12 +79,26 @@ def plan(kind, weights, bias, params, geometry, input_shape=None):
     left, right = np.maximum(shift, 0), np.maximum(-shift, 0)
     # |raw accumulator| <= K * 128 * 127; if the folded sum cannot leave int32, no wrap is needed
     needs_wrap = k * 128 * 127 + int(np.abs(folded).max(initial=0)) >= 1 << 31
+    offset = int(params["output_offset"])
+    # The one-shift form: every constant below 2**62 (|acc M| < 2**62, offset 2**(31+r) < 2**61)
+    fused = None
+    if not needs_wrap and not left.any() and int(right.max(initial=0)) <= 22:
+        total_shift = 31 + right
+        half = np.where(right > 0, np.int64(1) << (30 + right), 0)     # the second rounding's half, if any
+        fused = {"multiplier": mult,
+                 "constant": folded * mult + (1 << 30) + half + offset * (np.int64(1) << total_shift),
+                 # u < 0  <=>  acc M + constant < half + offset 2**(31+r)
+                 "negative_below": half + offset * (np.int64(1) << total_shift),
+                 "sign_step": np.where(right > 0, np.int64(1) << 31, 0),
+                 "shift": total_shift}
+        if np.all(right == right[0]):
+            fused["shift"] = int(total_shift[0])
     return {"kind": kind, "rhs_f32": rhs_f32, "weights_i32": None if rhs is not None else w.astype(np.int32),
             "folded_bias": folded, "needs_wrap": bool(needs_wrap),
             "left_pow": None if not left.any() else (np.int64(1) << left), "multiplier": mult,
             "right": right if right.any() else None, "half": np.where(right > 0, np.int64(1) << (right - 1), 0),
             # -1 where a channel shifts right (its rounding subtracts 1 from negative values), 0 elsewhere
-            "sign_mask": -(right > 0).astype(np.int64), "output_offset": int(params["output_offset"]),
+            "sign_mask": -(right > 0).astype(np.int64), "output_offset": offset, "fused": fused,
             "act_min": int(params["quantized_activation_min"]), "act_max": int(params["quantized_activation_max"]),
             "input_offset": int(params["input_offset"]), "geometry": geometry,
             "filter_hw": tuple(w.shape[1:3]) if kind != "FULLY_CONNECTED" else None,
@@ -95,6 +116,15 @@ def _wrap(x):
 
 def requantize(acc, p):
     """int64 raw accumulators [..., N] -> int8: + folded bias, MultiplyByQuantizedMultiplier, + offset, clamp."""
+    f = p["fused"]
+    if f is not None:
+        v = acc * f["multiplier"]
+        v += f["constant"]
+        negative = v < f["negative_below"]
+        v -= negative * f["sign_step"]
+        v >>= f["shift"]
+        np.maximum(v, p["act_min"], out=v)
+        return np.minimum(v, p["act_max"], out=v).astype(np.int8)
     acc += p["folded_bias"]
     x = _wrap(acc) if p["needs_wrap"] else acc
     if p["left_pow"] is not None:
@@ -123,6 +153,28 @@ def _gemm(lhs, rhs_chunks):
         k0 += rhs.shape[0]
         acc = part.astype(np.int64) if acc is None else acc + part.astype(np.int64)
     return acc
+
+
+def compile_step(p, output_shape, k=None):
+    """``run`` as one closure over a layer's constants, for the interpreter's compiled program; FULLY_CONNECTED
+    layers with one GEMM chunk and the one-shift requantization (the common case) skip every lookup."""
+    f = p["fused"]
+    if p["kind"] != "FULLY_CONNECTED" or len(p["rhs_f32"]) != 1 or f is None:
+        return lambda x: run(p, x if k is None else x.reshape(-1, k), output_shape)
+    rhs, mult, constant, below, step, shift = (p["rhs_f32"][0], f["multiplier"], f["constant"], f["negative_below"],
+                                               f["sign_step"], f["shift"])
+    lo, hi = p["act_min"], p["act_max"]
+
+    def fully_connected(x):
+        v = (x.reshape(-1, k).astype(np.float32) @ rhs).astype(np.int64)
+        v *= mult
+        v += constant
+        v -= (v < below) * step
+        v >>= shift
+        np.maximum(v, lo, out=v)
+        return np.minimum(v, hi, out=v).astype(np.int8).reshape(output_shape)
+
+    return fully_connected
 
 
 def _columns(p, x):

@@ -52,8 +52,11 @@ def prepare(ctx):
 
 
 def eval_pad(p, inputs):
+    x = inputs[0]
     value = p["pad_value"] if p["pad_value"] is not None else np.asarray(inputs[2]).reshape(-1)[0]
-    return [np.pad(inputs[0], p["paddings"], constant_values=value)]
+    out = np.full(tuple(d + a + b for d, (a, b) in zip(x.shape, p["paddings"], strict=True)), value, x.dtype)
+    out[tuple(slice(a, a + d) for d, (a, _) in zip(x.shape, p["paddings"], strict=True))] = x
+    return [out]
 
 
 OPS = {"PAD": Op(prepare, eval_pad), "PADV2": Op(prepare, eval_pad)}

@@ -14,8 +14,9 @@ int32 (TFLM's only output type).
 
 import numpy as np
 
-from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, wrap_int32
+from ..fixedpoint import quantize_multiplier, wrap_int32
 from ._base import Op, int32_data
+from ._fast import mbqm
 
 __all__ = ["OPS"]
 
@@ -59,7 +60,7 @@ def eval_mean_sum(p, inputs):
     x = inputs[0]
     total = x.astype(np.int64).sum(axis=p["axes"]) if p["axes"] else x.astype(np.int64)
     shifted = wrap_int32(wrap_int32(total) - np.int64(p["input_zero_point"]) * p["num_elements_in_axis"])
-    out = multiply_by_quantized_multiplier(shifted, p["output_multiplier"], p["output_shift"]).astype(np.int64)
+    out = mbqm(shifted.astype(np.int64), p["output_multiplier"], p["output_shift"])
     out = np.clip(out + p["output_zero_point"], -128, 127).astype(np.int8)
     return [out.reshape(p["output_shape"])]
 

@@ -20,6 +20,7 @@ import functools
 import numpy as np
 
 from golden.reference_ops import OP_TABLE, OpContext, mac_plan
+from golden.reference_ops._fast import by_uint8
 from golden.reference_ops.conv import eval_mac
 
 from .model import ModelError, load_model
@@ -77,13 +78,12 @@ def _golden_mac_step(params, inputs):
     return eval_mac(params, inputs)
 
 
-def _mac_plan_step(plan, output_shape, k, inputs):
-    x = inputs[0] if k is None else inputs[0].reshape(-1, k)
-    return [mac_plan.run(plan, x, output_shape)]
+def _mac_plan_step(step, inputs):
+    return [step(inputs[0])]
 
 
 def _table_step(table, inputs):
-    return [table[inputs[0].astype(np.int16) + 128]]
+    return [table[inputs[0].view(np.uint8)]]
 
 
 class Interpreter:
@@ -119,7 +119,9 @@ class Interpreter:
                 params = self.params[sg.index, op.index] = kernel.prepare(ctx)
                 if kernel.unary and ctx.inputs[0].type == "INT8":
                     # An element-wise op of one int8 value is its table: Eval on all 256 inputs, once.
-                    self._tables[sg.index, op.index] = kernel.eval(params, [np.arange(-128, 128, dtype=np.int8)])[0]
+                    # (indexed by the input's uint8 view: one gather per Eval)
+                    self._tables[sg.index, op.index] = by_uint8(
+                        kernel.eval(params, [np.arange(-128, 128, dtype=np.int8)])[0])
 
     def _compile(self, sg):
         """Subgraph 0 as a flat list of (function, input indices, output indices, output shapes and dtypes), for
@@ -131,8 +133,8 @@ class Interpreter:
         for op in sg.operators:
             params = self.params[sg.index, op.index]
             if op.op in MAC_OPS and params["plan"] is not None:
-                fn = functools.partial(_mac_plan_step, params["plan"], params["output_shape"],
-                                       params.get("k") if op.op == "FULLY_CONNECTED" else None)
+                fn = functools.partial(_mac_plan_step, mac_plan.compile_step(
+                    params["plan"], params["output_shape"], params.get("k") if op.op == "FULLY_CONNECTED" else None))
             elif op.op in MAC_OPS:
                 fn = functools.partial(_golden_mac_step, params)
             elif (sg.index, op.index) in self._tables:
@@ -247,7 +249,7 @@ class Interpreter:
                 self.macs.append(layer)
                 outputs = [out]
             elif (si, op.index) in self._tables:
-                outputs = [self._tables[si, op.index][inputs[0].astype(np.int16) + 128]]
+                outputs = [self._tables[si, op.index][inputs[0].view(np.uint8)]]
             else:
                 try:
                     outputs = OP_TABLE[op.op].eval(params, inputs)
