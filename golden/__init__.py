@@ -13,6 +13,13 @@ Layers, from the bottom up:
 * :mod:`golden.ops` - the scale-level API (float scales in, int8 out).
 * :mod:`golden.reference` - line-for-line loop ports of TFLite's reference kernels,
   used by the tests to check everything above.
+* :mod:`golden.gemmlowp` - gemmlowp's fixed-point exp, log, logistic, tanh, reciprocal and
+  inverse square root, as the LOGISTIC/TANH/SOFTMAX/LOG_SOFTMAX/L2_NORMALIZATION kernels use them.
+* :mod:`golden.reference_ops` - every int8 op of the spec's table (and the ops real models put
+  around them), one module per family, each a Prepare (integer parameters from the scales, as
+  TFLM derives them) and an Eval (the integer kernel); ``OP_TABLE`` dispatches them.
+* :mod:`golden.tflite` - reading and writing ``.tflite`` files and the whole-model
+  interpreter (needs the dev extra).
 """
 
 from .fixedpoint import (
