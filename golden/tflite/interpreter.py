@@ -202,16 +202,7 @@ class Interpreter:
     def steps(self, inputs):
         """Generator form of :meth:`invoke`: yields :class:`MacLayer`, expects the int8 result back."""
         sg = self.model.subgraphs[0]
-        if len(inputs) != len(sg.inputs):
-            raise ValueError(f"{self.model.path}: the model takes {len(sg.inputs)} inputs, got {len(inputs)}")
-        values = {}
-        for ti, x in zip(sg.inputs, inputs, strict=True):
-            t = sg.tensors[ti]
-            x = np.asarray(x)
-            if x.dtype != t.dtype or x.shape != t.shape:
-                raise ValueError(f"{self.model.path}: input '{t.name}' must be {t.type}{list(t.shape)}, "
-                                 f"got {x.dtype}{list(x.shape)}")
-            values[ti] = x
+        values = self._check_inputs(sg, inputs)
         self.macs = []
         yield from self._run(0, values)
         self.tensors = values
