@@ -42,6 +42,7 @@ import sys
 
 import numpy as np
 
+from golden.spec import FIXED_OUTPUT, SAME_QUANTIZATION, SPEC_OPS
 from golden.tflite.model import ModelError, load_model
 
 __all__ = ["CLAUSES", "Finding", "check_model", "main"]
@@ -50,16 +51,6 @@ CLAUSES = ("data type", "activation per tensor", "zero point range", "weights va
            "weights granularity", "bias zero point", "bias scale", "bias granularity", "fixed output",
            "same quantization")
 
-SPEC_OPS = ("ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
-            "L2_NORMALIZATION", "LOGISTIC", "MAX_POOL_2D", "MUL", "RESHAPE", "RESIZE_BILINEAR", "SOFTMAX",
-            "SPACE_TO_DEPTH", "TANH", "PAD", "GATHER", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "TRANSPOSE", "MEAN",
-            "SUB", "SUM", "SQUEEZE", "LOG_SOFTMAX", "MAXIMUM", "ARG_MAX", "MINIMUM", "LESS", "PADV2", "GREATER",
-            "GREATER_EQUAL", "LESS_EQUAL", "SLICE", "EQUAL", "NOT_EQUAL", "SHAPE", "QUANTIZE")
-FIXED_OUTPUT = {"LOGISTIC": (1 / 256, -128), "SOFTMAX": (1 / 256, -128), "TANH": (1 / 128, 0),
-                "L2_NORMALIZATION": (1 / 128, 0), "LOG_SOFTMAX": (16 / 256, 127)}
-SAME_QUANTIZATION = ("AVERAGE_POOL_2D", "CONCATENATION", "MAX_POOL_2D", "RESHAPE", "RESIZE_BILINEAR", "SPACE_TO_DEPTH",
-                     "PAD", "GATHER", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND", "TRANSPOSE", "SQUEEZE", "MAXIMUM",
-                     "MINIMUM", "PADV2", "SLICE")
 # TFLM checks these clauses (it refuses the model); a failure of any other clause it tolerates
 TFLM_CHECKS_SAME = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION")
 TFLM_CHECKS_FIXED = ("LOGISTIC", "SOFTMAX", "LOG_SOFTMAX")

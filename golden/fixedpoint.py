@@ -30,13 +30,18 @@ __all__ = [
     "rounding_divide_by_pot",
     "saturating_rounding_doubling_high_mul",
     "wrap_int32",
+    "wrap_int32_in_int64",
 ]
 
 
 def wrap_int32(x):
     """Reduce integers to int32 with two's-complement wrap-around (what C++ ``int32_t`` += does)."""
-    x = np.asarray(x, dtype=np.int64)
-    return (((x + 2**31) & 0xFFFFFFFF) - 2**31).astype(np.int32)
+    return wrap_int32_in_int64(x).astype(np.int32)
+
+
+def wrap_int32_in_int64(x):
+    """:func:`wrap_int32` keeping int64 storage, for int64 pipelines that go on computing."""
+    return ((np.asarray(x, dtype=np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
 
 
 def round_half_away(x):

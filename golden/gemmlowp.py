@@ -18,6 +18,7 @@ import numpy as np
 
 from ._checks import INT32_MAX, INT32_MIN
 from .fixedpoint import wrap_int32
+from .fixedpoint import wrap_int32_in_int64 as _wrap
 
 __all__ = [
     "count_leading_zeros",
@@ -33,10 +34,6 @@ __all__ = [
     "saturating_rounding_multiply_by_pot",
     "tanh",
 ]
-
-
-def _wrap(x):
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def mul(a, b):

@@ -24,7 +24,7 @@ from ._checks import INT32_MIN, finite_real, int_array, zero_point_param
 from .fixedpoint import multiply_by_quantized_multiplier, rounding_divide_by_pot
 from .gemmlowp import logistic
 
-__all__ = ["logistic", "logistic_int8", "logistic_int8_params"]
+__all__ = ["logistic", "logistic_int8", "logistic_int8_params", "q4_input_params"]
 
 INPUT_INTEGER_BITS = 4  # TFLM's kInputIntegerBits for int8
 
@@ -44,10 +44,20 @@ def logistic_int8_params(input_scale, input_zero_point, output_scale, output_zer
     if float(np.float32(output_scale)) != 1.0 / 256:
         raise ValueError(f"LOGISTIC int8 output_scale must be 1/256 (the kernel's fixed output format), "
                          f"got {output_scale}")
+    return q4_input_params(input_scale)
+
+
+def q4_input_params(input_scale):
+    """The input side of TFLM's int8 LOGISTIC and TANH Prepare (logistic_common.cc, tanh.cc share it).
+
+    Returns ``(input_multiplier, input_left_shift, input_range_radius)``: the multiplier from
+    ``frexp(input_scale * 2**27)`` rounded with ``TfLiteRound`` and no 2**31 fix-up, and the radius
+    ``CalculateInputRadius(4, shift)`` beyond which the output saturates.
+    """
     real = float(np.float32(input_scale)) * float(1 << (31 - INPUT_INTEGER_BITS))
     q, left_shift = math.frexp(real)
     if left_shift < 0 or left_shift > 30:
-        raise ValueError(f"LOGISTIC input_scale {input_scale} is outside the range TFLM's kernel handles "
+        raise ValueError(f"input scale {float(np.float32(input_scale))!r} is outside what TFLM's int8 kernel handles "
                          f"(input_left_shift {left_shift} not in [0, 30])")
     scaled = q * (1 << 31)
     multiplier = math.floor(abs(scaled) + 0.5)   # TfLiteRound: half away from zero, q > 0

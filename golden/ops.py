@@ -157,7 +157,7 @@ def add_params(*, input1_scale, input1_zero_point, input2_scale, input2_zero_poi
     real_output_multiplier = twice_max_input_scale / ((1 << left_shift) * np.float64(so))
     if not real_output_multiplier < 1.0:
         raise ValueError(f"output_scale {float(so)!r} is too small for ADD: 2*max(input scales) / (2**20 * "
-                         f"output_scale) = {real_output_multiplier!r} must be < 1 (TFLite aborts on this)")
+                         f"output_scale) = {float(real_output_multiplier)!r} must be < 1 (TFLite aborts on this)")
     m1, sh1 = quantize_multiplier_smaller_than_one_exp(real_input1_multiplier)
     m2, sh2 = quantize_multiplier_smaller_than_one_exp(real_input2_multiplier)
     mo, sho = quantize_multiplier_smaller_than_one_exp(real_output_multiplier)

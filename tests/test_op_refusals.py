@@ -76,7 +76,8 @@ CASES = [
     ("zero point out of range", "RELU", [q((4,), 0.1, 200)], [q((4,))], None,
      r"input 0 'input0' has zero point 200, outside \[-128, 127\]", False),
     ("add output scale too small", "ADD", [q((4,), 1.0), q((4,), 1.0)], [q((4,), 1e-7)], None,
-     r"the output multiplier .* must be in \(0, 1\)", None),
+     r"output_scale 1.0000000116860974e-07 is too small for ADD: 2\*max\(input scales\) / \(2\*\*20 \* "
+     r"output_scale\) = 19.0734861\d* must be < 1 \(TFLite aborts on this\)", None),
     ("hard swish output too fine", "HARD_SWISH", [q((4,), 0.5)], [q((4,), 1e-4)], None,
      r"output multiplier's exponent <= 0", True),
 ]

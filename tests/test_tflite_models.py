@@ -84,14 +84,10 @@ def test_wakeword_model_every_tensor_matches_tflm(path, seed, record_property):
 
 
 def _single_op_model(code, inputs, outputs, options_type=0, options=None, version=1):
-    """inputs/outputs: lists of (shape, dtype, scale, zp, data)."""
-    mb = ModelBuilder()
-    ins = [mb.tensor(f"in{i}", s, d, scale=sc, zero_point=zp, data=data)
-           for i, (s, d, sc, zp, data) in enumerate(inputs)]
-    outs = [mb.tensor(f"out{i}", s, d, scale=sc, zero_point=zp) for i, (s, d, sc, zp, _) in enumerate(outputs)]
-    mb.operator(code, ins, outs, options_type, options, version)
-    graph_inputs = [i for i, spec in zip(ins, inputs, strict=True) if spec[4] is None]
-    return mb.finish(graph_inputs, outs)
+    """:func:`single_op_model` from (shape, dtype, scale, zero point, data) tuples and a BuiltinOperator code."""
+    name = next(k for k, v in vars(schema.BuiltinOperator).items() if v == code)
+    return single_op_model(name, [TensorSpec(*t) for t in inputs], [TensorSpec(*t) for t in outputs],
+                           (options_type, options), version)
 
 
 def test_logistic_all_inputs_match_tflm(seed, record_property):

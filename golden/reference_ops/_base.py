@@ -20,6 +20,7 @@ import numpy as np
 
 from .._checks import INT8_MAX, INT8_MIN
 from ..quantization import activation_range
+from ..spec import FIXED_OUTPUT
 
 __all__ = ["ACTIVATION_NAMES", "Op", "OpContext"]
 
@@ -116,8 +117,9 @@ class OpContext:
                           f"{clause or 'the spec requires inputs and outputs to have the same scale/zero_point'}")
         return ref_q
 
-    def fixed_output(self, scale, zero_point):
+    def fixed_output(self):
         """The spec's fixed output quantization of LOGISTIC, SOFTMAX, TANH, L2_NORMALIZATION, LOG_SOFTMAX."""
+        scale, zero_point = FIXED_OUTPUT[self.op]
         out = self.tensor(0, output=True, types=("INT8",))
         s, zp = self.quant(out, "output")
         if float(s) != float(np.float32(scale)) or zp != zero_point:

@@ -9,17 +9,14 @@ checks it against :func:`golden.fixedpoint.multiply_by_quantized_multiplier`.
 
 import numpy as np
 
-__all__ = ["by_uint8", "mbqm", "wrap"]
+from ..fixedpoint import wrap_int32_in_int64 as wrap
+
+__all__ = ["by_uint8", "mbqm"]
 
 
 def by_uint8(table):
     """Reorder a table indexed by ``q + 128`` (q int8) so that ``q.view(np.uint8)`` indexes it: one gather."""
     return np.asarray(table)[np.arange(256, dtype=np.uint8).view(np.int8).astype(np.intp) + 128]
-
-
-def wrap(x):
-    """Two's-complement int32 wrap of an int64 array."""
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def mbqm(x, multiplier, shift):

@@ -22,9 +22,8 @@ import math
 import numpy as np
 
 from .. import gemmlowp
-from .._checks import INT32_MIN
 from ..fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, rounding_divide_by_pot
-from ..logistic import logistic_int8
+from ..logistic import logistic_int8, q4_input_params
 from ._base import Op
 from .broadcast import check_broadcast
 
@@ -34,22 +33,16 @@ INPUT_INTEGER_BITS = 4
 
 
 def _q4_input_params(ctx, s_in):
-    """TFLM's shared LOGISTIC/TANH int8 Prepare: (input_multiplier, input_left_shift, input_range_radius)."""
-    real = float(s_in) * float(1 << (31 - INPUT_INTEGER_BITS))
-    q, left_shift = math.frexp(real)
-    if not 0 <= left_shift <= 30:
-        ctx.fail(f"input scale {float(s_in)!r} is outside what TFLM's int8 kernel handles "
-                 f"(input_left_shift {left_shift} not in [0, 30])")
-    multiplier = math.floor(q * (1 << 31) + 0.5)     # TfLiteRound of a positive value
-    if multiplier == 1 << 31:
-        multiplier = INT32_MIN                     # static_cast<int32_t>(2**31); TFLM has no fix-up here
-    radius = math.floor(1.0 * ((1 << INPUT_INTEGER_BITS) - 1) * (1 << (31 - INPUT_INTEGER_BITS)) / (1 << left_shift))
-    return multiplier, left_shift, radius
+    """TFLM's shared LOGISTIC/TANH int8 Prepare (:func:`golden.logistic.q4_input_params`)."""
+    try:
+        return q4_input_params(s_in)
+    except ValueError as exc:
+        ctx.fail(str(exc))
 
 
 def prepare_logistic(ctx):
     ((s_in, zp_in),), _ = ctx.int8_in_out(1)
-    ctx.fixed_output(1.0 / 256, -128)
+    ctx.fixed_output()
     m, shift, radius = _q4_input_params(ctx, s_in)
     return {"input_zero_point": zp_in, "input_multiplier": m, "input_left_shift": shift,
             "input_range_radius": radius}
@@ -63,7 +56,7 @@ def eval_logistic(p, inputs):
 def prepare_tanh(ctx):
     """As LOGISTIC's Prepare (TFLM shares it), with TANH's fixed output."""
     ((s_in, zp_in),), _ = ctx.int8_in_out(1)
-    ctx.fixed_output(1.0 / 128, 0)
+    ctx.fixed_output()
     m, shift, radius = _q4_input_params(ctx, s_in)
     return {"input_zero_point": zp_in, "input_multiplier": m, "input_left_shift": shift,
             "input_range_radius": radius}

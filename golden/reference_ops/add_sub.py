@@ -12,8 +12,9 @@ the two differ in the last bits of the multipliers, and we follow each.
 
 import numpy as np
 
+from .. import ops
 from ..fixedpoint import quantize_multiplier
-from ._base import Op
+from ._base import ACTIVATION_NAMES, Op
 from ._fast import by_uint8, mbqm
 from .broadcast import check_broadcast
 
@@ -32,35 +33,34 @@ def _smaller_than_one(ctx, real, what):
 def prepare(ctx):
     (q1, q2), (s_out, zp_out) = ctx.int8_in_out(2)
     (s1, zp1), (s2, zp2) = q1, q2
-    out_shape = check_broadcast(ctx, max_rank=6)
+    check_broadcast(ctx, max_rank=6)
+    act_min, act_max = ctx.fused_activation(s_out, zp_out)   # refuses what TFLM's int8 kernels do not fuse
     if ctx.op == "ADD":
-        twice_max = 2 * np.float64(max(s1, s2))
-        real1, real2 = np.float64(s1) / twice_max, np.float64(s2) / twice_max
-        real_out = twice_max / ((1 << LEFT_SHIFT) * np.float64(s_out))
+        try:
+            p = ops.add_params(input1_scale=s1, input1_zero_point=zp1, input2_scale=s2, input2_zero_point=zp2,
+                               output_scale=s_out, output_zero_point=zp_out,
+                               activation=ACTIVATION_NAMES[ctx.option("fusedActivationFunction", 0)])
+        except ValueError as exc:
+            ctx.fail(str(exc))
+        del p["rounding"]
     else:  # TFLM's SUB: the ratios in float32, then widened
         twice_max = np.float32(2) * max(s1, s2)
-        real1, real2 = np.float64(s1 / twice_max), np.float64(s2 / twice_max)
-        real_out = np.float64(twice_max / (np.float32(1 << LEFT_SHIFT) * s_out))
-    m1, sh1 = _smaller_than_one(ctx, float(real1), "input 0's multiplier")
-    m2, sh2 = _smaller_than_one(ctx, float(real2), "input 1's multiplier")
-    mo, sho = _smaller_than_one(ctx, float(real_out), "the output multiplier")
-    act_min, act_max = ctx.fused_activation(s_out, zp_out)
-    return {"input1_offset": -zp1, "input2_offset": -zp2, "left_shift": LEFT_SHIFT,
-            "input1_multiplier": m1, "input1_shift": sh1, "input2_multiplier": m2, "input2_shift": sh2,
-            "output_multiplier": mo, "output_shift": sho, "output_offset": zp_out,
-            "quantized_activation_min": act_min, "quantized_activation_max": act_max, "output_shape": out_shape}
+        m1, sh1 = _smaller_than_one(ctx, float(np.float64(s1 / twice_max)), "input 0's multiplier")
+        m2, sh2 = _smaller_than_one(ctx, float(np.float64(s2 / twice_max)), "input 1's multiplier")
+        mo, sho = _smaller_than_one(ctx, float(np.float64(twice_max / (np.float32(1 << LEFT_SHIFT) * s_out))),
+                                    "the output multiplier")
+        p = {"input1_offset": -zp1, "input2_offset": -zp2, "left_shift": LEFT_SHIFT,
+             "input1_multiplier": m1, "input1_shift": sh1, "input2_multiplier": m2, "input2_shift": sh2,
+             "output_multiplier": mo, "output_shift": sho, "output_offset": zp_out,
+             "quantized_activation_min": act_min, "quantized_activation_max": act_max}
+    # Each input's rescaled value MBQM((q + offset) << 20, M_i, shift_i) for all 256 q, indexed by the inputs'
+    # uint8 view (exact, no wrap: |q + offset| <= 255, so the shifted value stays below 2**28).
+    p["rescaled_tables"] = [by_uint8(mbqm((_ALL_INT8 + p[f"input{i}_offset"]) << p["left_shift"],
+                                          p[f"input{i}_multiplier"], p[f"input{i}_shift"])) for i in (1, 2)]
+    return p
 
 
 _ALL_INT8 = np.arange(-128, 128, dtype=np.int64)
-
-
-def _scaled_tables(p):
-    """Each input's rescaled value ``MBQM((q + offset) << 20, M_i, shift_i)`` for all 256 q (exact, no wrap:
-    |q + offset| <= 255, so the shifted value stays below 2**28)."""
-    if "_tables" not in p:   # indexed by the inputs' uint8 view
-        p["_tables"] = [by_uint8(mbqm((_ALL_INT8 + p[f"input{i}_offset"]) << p["left_shift"],
-                                      p[f"input{i}_multiplier"], p[f"input{i}_shift"])) for i in (1, 2)]
-    return p["_tables"]
 
 
 def _finish(raw, p):
@@ -72,13 +72,13 @@ def _finish(raw, p):
 
 def eval_add(p, inputs):
     """``AddElementwise``/``BroadcastAdd6DSlow``: the two rescaled inputs summed (each |value| < 2**28: no wrap)."""
-    t1, t2 = _scaled_tables(p)
+    t1, t2 = p["rescaled_tables"]
     return _finish(t1[inputs[0].view(np.uint8)] + t2[inputs[1].view(np.uint8)], p)
 
 
 def eval_sub(p, inputs):
     """``BroadcastQuantSubSlow``: as ADD with the second rescaled input subtracted."""
-    t1, t2 = _scaled_tables(p)
+    t1, t2 = p["rescaled_tables"]
     return _finish(t1[inputs[0].view(np.uint8)] - t2[inputs[1].view(np.uint8)], p)
 
 

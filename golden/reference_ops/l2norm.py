@@ -17,7 +17,7 @@ __all__ = ["OPS"]
 
 def prepare(ctx):
     ((_, zp_in),), _ = ctx.int8_in_out(1)
-    ctx.fixed_output(1.0 / 128, 0)
+    ctx.fixed_output()
     if len(ctx.inputs[0].shape) > 4:
         ctx.fail(f"input of rank {len(ctx.inputs[0].shape)}: TFLM's L2_NORMALIZATION takes rank <= 4")
     if ctx.option("fusedActivationFunction", 0) != 0:

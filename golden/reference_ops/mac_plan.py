@@ -27,6 +27,7 @@ comparisons check both.
 import numpy as np
 
 from .. import staged
+from ..fixedpoint import wrap_int32_in_int64 as _wrap
 
 __all__ = ["compile_step", "plan", "requantize", "run"]
 
@@ -108,10 +109,6 @@ def plan(kind, weights, bias, params, geometry, input_shape=None):
             # depthwise: [taps, C, depth_multiplier] float32 (products and sums of <= 1024 taps are exact)
             "taps_f32": None if kind != "DEPTHWISE_CONV_2D" else
             w.reshape(-1, w.shape[3] // geometry["depth_multiplier"], geometry["depth_multiplier"]).astype(np.float32)}
-
-
-def _wrap(x):
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
 
 
 def requantize(acc, p):

@@ -26,12 +26,15 @@ def prepare_reshape(ctx):
     if shape_t is not None and shape_t.type not in ("INT32", "INT64"):
         ctx.fail(f"shape input '{shape_t.name}' must be int32, got {shape_t.type}")
     new_shape = ctx.option("newShape")
-    p = {"where": ctx.where, "output_shape": tuple(ctx.outputs[0].shape),
+    p = {"output_shape": tuple(ctx.outputs[0].shape),
          "new_shape": None if new_shape is None else [int(d) for d in new_shape],
-         "shape_input": shape_t is not None, "error": ctx.error, "static_shape": None}
+         "shape_input": shape_t is not None, "static_shape": None}
     if shape_t is None or shape_t.data is not None:   # the shape is known now: resolve it once
         inputs = [np.zeros(ctx.inputs[0].shape, np.int8), None if shape_t is None else shape_t.data]
-        p["static_shape"] = eval_reshape(p, inputs)[0].shape
+        try:
+            p["static_shape"] = eval_reshape(p, inputs)[0].shape
+        except ValueError as exc:
+            ctx.fail(str(exc))
     return p
 
 
@@ -48,10 +51,10 @@ def eval_reshape(p, inputs):
     if shape.count(-1) == 1:
         known = int(np.prod([d for d in shape if d != -1]))
         if known == 0 or x.size % known:
-            raise p["error"](f"{p['where']}: cannot reshape {x.size} elements to {shape}")
+            raise ValueError(f"cannot reshape {x.size} elements to {shape}")
         shape[shape.index(-1)] = x.size // known
     if int(np.prod(shape)) != x.size or any(d < 0 for d in shape):
-        raise p["error"](f"{p['where']}: cannot reshape {list(x.shape)} ({x.size} elements) to {shape}")
+        raise ValueError(f"cannot reshape {list(x.shape)} ({x.size} elements) to {shape}")
     return [x.reshape(shape)]
 
 

@@ -34,18 +34,18 @@ def prepare_slice(ctx):
         ctx.tensor(i, types=("INT32", "INT64"), what=what)
     if len(t.shape) > 5:
         ctx.fail(f"TFLM's SLICE takes up to 5 dimensions, got {len(t.shape)}")
-    return {"where": ctx.where, "error": ctx.error}
+    return {}
 
 
 def eval_slice(p, inputs):
     x, begin, size = inputs[0], _ints(inputs[1]), _ints(inputs[2])
     if len(begin) != x.ndim or len(size) != x.ndim:
-        raise p["error"](f"{p['where']}: begin {begin} and size {size} need {x.ndim} entries")
+        raise ValueError(f"begin {begin} and size {size} need {x.ndim} entries")
     index = []
     for axis, (b, s, dim) in enumerate(zip(begin, size, x.shape, strict=True)):
         end = dim if s == -1 else b + s
         if not (0 <= b <= dim and b <= end <= dim):
-            raise p["error"](f"{p['where']}: axis {axis}: begin {b}, size {s} is outside the dimension of size {dim}")
+            raise ValueError(f"axis {axis}: begin {b}, size {s} is outside the dimension of size {dim}")
         index.append(slice(b, end))
     return [x[tuple(index)]]
 
@@ -62,9 +62,12 @@ def prepare_strided_slice(ctx):
         ctx.fail(f"TFLM's STRIDED_SLICE takes up to 4 dimensions, got {len(t.shape)}")
     p = {"begin_mask": ctx.option("beginMask", 0), "end_mask": ctx.option("endMask", 0),
          "shrink_axis_mask": ctx.option("shrinkAxisMask", 0), "output_shape": tuple(ctx.outputs[0].shape),
-         "where": ctx.where, "error": ctx.error, "index": None}
+         "index": None}
     # begin/end/strides are constants and the input shape is static: the slice is known now
-    p["index"] = _index(p, t.shape, *(ctx.const(i) for i in (1, 2, 3)))
+    try:
+        p["index"] = _index(p, t.shape, *(ctx.const(i) for i in (1, 2, 3)))
+    except ValueError as exc:
+        ctx.fail(str(exc))
     return p
 
 
@@ -112,23 +115,17 @@ def strided_slice_index(shape, begin, end, strides, begin_mask, end_mask, shrink
 
 
 def _index(p, shape, begin, end, strides):
-    """The numpy index of the slice (raising the op's error for what TFLM cannot compute)."""
+    """The numpy index of the slice (``ValueError`` for what TFLM cannot compute)."""
     begin, end, strides = _ints(begin), _ints(end), _ints(strides)
     if not len(begin) == len(end) == len(strides) == len(shape):
-        raise p["error"](f"{p['where']}: begin, end and strides need {len(shape)} entries, got {begin}, {end}, "
-                         f"{strides}")
-    try:
-        axes = strided_slice_index(shape, begin, end, strides, p["begin_mask"], p["end_mask"],
-                                   p["shrink_axis_mask"])
-    except ValueError as exc:
-        raise p["error"](f"{p['where']}: {exc}") from None
+        raise ValueError(f"begin, end and strides need {len(shape)} entries, got {begin}, {end}, {strides}")
+    axes = strided_slice_index(shape, begin, end, strides, p["begin_mask"], p["end_mask"], p["shrink_axis_mask"])
     # A negative stride from -1 is empty in TFLite; Python would read -1 as the last element.
     index = tuple(slice(0, 0) if s < 0 and a < 0 else slice(a, None if b < 0 else b, s) for a, b, s, _ in axes)
     sliced = np.empty(shape, np.bool_)[index].shape
     kept = tuple(d for d, (_, _, _, shrink) in zip(sliced, axes, strict=True) if not shrink)
     if int(np.prod(kept)) != int(np.prod(p["output_shape"])):
-        raise p["error"](f"{p['where']}: the slice has shape {list(kept)} but the output tensor is "
-                         f"{list(p['output_shape'])}")
+        raise ValueError(f"the slice has shape {list(kept)} but the output tensor is {list(p['output_shape'])}")
     return index
 
 
