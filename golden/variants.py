@@ -21,15 +21,20 @@ variant           arithmetic (runtime that computes it)
 ================  ========================================================================
 
 Each returns the requantized value before the output offset and clamp, which all variants
-share. :func:`fully_connected` runs a whole FULLY_CONNECTED layer with a chosen variant.
+share. :func:`mac_output` finishes any MAC layer (FULLY_CONNECTED, CONV_2D,
+DEPTHWISE_CONV_2D: the weight scale per channel where the weights are) from its int32
+accumulators with a chosen variant; :func:`fully_connected` runs a whole FULLY_CONNECTED
+layer. The fixed-point variants add the output offset in int32 (wrapping, as the C++ does);
+the floating-point ones cannot overflow.
 """
 
 import numpy as np
 
 from . import ops, staged
-from .fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier, round_half_away, wrap_int32
+from .fixedpoint import (multiply_by_quantized_multiplier, quantize_multiplier, round_half_away, wrap_int32,
+                         wrap_int32_in_int64)
 
-__all__ = ["VARIANTS", "fully_connected", "requantize"]
+__all__ = ["VARIANTS", "fully_connected", "mac_output", "requantize"]
 
 VARIANTS = ("double", "single", "upward", "float64", "xnnpack_fp32")
 
@@ -65,6 +70,22 @@ def requantize(acc, variant, *, input_scale, weight_scale, output_scale, per_ten
     return np.where(right > 0, (v + (np.int64(1) << np.maximum(right - 1, 0))) >> right, v)
 
 
+def mac_output(kind, acc, variant, *, input_scale, weight_scale, output_scale, output_offset, act_min, act_max):
+    """int8 output of a MAC layer ``kind`` from its accumulators ``acc`` [..., N] (bias and zero point folded).
+
+    ``weight_scale``: one value, or one per output channel (the last axis). A per-tensor
+    FULLY_CONNECTED forms its effective scale from the float32 product, as TFLM does.
+    """
+    ws = np.asarray(weight_scale, np.float32)
+    per_tensor_fc = kind == "FULLY_CONNECTED" and ws.size == 1
+    scaled = requantize(acc, variant, input_scale=input_scale, weight_scale=ws.reshape(()) if ws.size == 1 else ws,
+                        output_scale=output_scale, per_tensor_fully_connected=per_tensor_fc)
+    out = scaled + output_offset
+    if variant in ("double", "single", "upward"):
+        out = wrap_int32_in_int64(out)
+    return np.clip(out, act_min, act_max).astype(np.int8)
+
+
 def fully_connected(input, weights, bias, *, input_scale, input_zero_point, weight_scale, output_scale,
                     output_zero_point, activation="NONE", variant="double"):
     """TFLite int8 FULLY_CONNECTED requantized by ``variant`` (the accumulation is the same in every runtime)."""
@@ -76,9 +97,6 @@ def fully_connected(input, weights, bias, *, input_scale, input_zero_point, weig
     w = np.asarray(weights, np.int8)
     raw, sums = staged.accumulate_with_sums(x, w.T)
     acc = staged.add_bias(raw, staged.fold_bias(bias, sums, params["input_offset"]))
-    ws = np.asarray(weight_scale, np.float32)
-    per_tensor = ws.size == 1
-    scaled = requantize(acc, variant, input_scale=input_scale, weight_scale=ws.reshape(()) if per_tensor else ws,
-                        output_scale=output_scale, per_tensor_fully_connected=per_tensor)
-    out = scaled + params["output_offset"]
-    return np.clip(out, params["quantized_activation_min"], params["quantized_activation_max"]).astype(np.int8)
+    return mac_output("FULLY_CONNECTED", acc, variant, input_scale=input_scale, weight_scale=weight_scale,
+                      output_scale=output_scale, output_offset=params["output_offset"],
+                      act_min=params["quantized_activation_min"], act_max=params["quantized_activation_max"])

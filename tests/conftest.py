@@ -1,11 +1,8 @@
 """Shared pytest configuration: reproducible seeds and the cross-check summary table."""
 
 import os
-import sys
 
 import pytest
-
-sys.path.insert(0, os.path.dirname(__file__))  # `import cases` from the test modules
 
 SEED = int(os.environ.get("SEED", "1"))
 

@@ -5,7 +5,7 @@ im2col with zero-point padding) is the contract the RTL implements; these tests 
 to TFLite's own loop nests on random and corner inputs, in both rounding variants.
 """
 
-import cases
+from golden.conformance import mac_cases as cases
 import numpy as np
 import pytest
 

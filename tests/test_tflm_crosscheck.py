@@ -7,7 +7,7 @@ LiteRT with the BUILTIN_REF resolver. A summary table of the counts is printed a
 end of the run.
 """
 
-import cases
+from golden.conformance import mac_cases as cases
 import numpy as np
 import pytest
 

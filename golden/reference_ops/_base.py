@@ -44,12 +44,14 @@ class OpContext:
     """An operator as Prepare sees it: tensors (metadata and constant data), options, location.
 
     ``inputs``/``outputs`` are :class:`golden.tflite.model.Tensor` objects (``None`` for an
-    omitted optional input); ``error`` is the exception class raised by :meth:`fail`.
+    omitted optional input); ``error`` is the exception class raised by :meth:`fail`;
+    ``rounding`` the MAC layers' requantization (``double`` or ``single``).
     """
 
-    def __init__(self, op, index, options, inputs, outputs, where, error=ValueError):
+    def __init__(self, op, index, options, inputs, outputs, where, error=ValueError, rounding="double"):
         self.op, self.index, self.options = op, index, options
         self.inputs, self.outputs, self.where, self.error = inputs, outputs, where, error
+        self.rounding = rounding
 
     def fail(self, message):
         raise self.error(f"{self.where}: {message}")

@@ -41,7 +41,7 @@ def prepare(ctx):
         ctx.fail(f"unsupported fused activation {activation}")
     (s_in, zp_in), (s_out, zp_out) = ctx.quant(x_t, "input"), ctx.quant(out_t, "output")
     quant = {"input_scale": float(s_in), "input_zero_point": zp_in, "output_scale": float(s_out),
-             "output_zero_point": zp_out, "activation": activation}
+             "output_zero_point": zp_out, "activation": activation, "rounding": ctx.rounding}
     w = w_t.data
     if np.any(w == -128):
         ctx.fail(f"weights '{w_t.name}' hold -128; the spec's int8 weights are in [-127, 127]")

@@ -19,6 +19,7 @@ import functools
 
 import numpy as np
 
+from golden._checks import rounding_param
 from golden.reference_ops import OP_TABLE, OpContext, mac_plan
 from golden.reference_ops._fast import by_uint8
 from golden.reference_ops.conv import eval_mac
@@ -90,11 +91,15 @@ class Interpreter:
     """Interpreter for int8 models; ``model`` is a path, bytes, or a loaded :class:`~.model.Model`.
 
     Construction runs every operator's Prepare and raises :class:`~.model.ModelError` for
-    anything the golden model (or TFLM) cannot run.
+    anything the golden model (or TFLM) cannot run. ``rounding`` selects the MAC layers'
+    requantization: ``double`` (TFLite's reference, the default) or ``single``
+    (``TFLITE_SINGLE_ROUNDING`` builds, the accelerator's other build); every other op
+    computes the reference arithmetic.
     """
 
-    def __init__(self, model, name=None):
+    def __init__(self, model, name=None, *, rounding="double"):
         self.model = model if hasattr(model, "subgraphs") else load_model(model, name)
+        self.rounding = rounding_param(rounding)
         self.variables = {}       # shared_name -> array
         self.tensors = {}         # subgraph-0 tensor index -> array, after the last invoke
         self._called_once = set()
@@ -115,7 +120,7 @@ class Interpreter:
                     raise ModelError(f"{where}: unsupported op (supported: {', '.join(SUPPORTED_OPS)})")
                 ctx = OpContext(op.op, op.index, op.options,
                                 [None if i == -1 else sg.tensors[i] for i in op.inputs],
-                                [sg.tensors[i] for i in op.outputs], where, ModelError)
+                                [sg.tensors[i] for i in op.outputs], where, ModelError, self.rounding)
                 params = self.params[sg.index, op.index] = kernel.prepare(ctx)
                 if kernel.unary and ctx.inputs[0].type == "INT8":
                     # An element-wise op of one int8 value is its table: Eval on all 256 inputs, once.

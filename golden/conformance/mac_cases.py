@@ -359,3 +359,61 @@ def to_tflite(case):
     kind = case.op.split("_")[0]
     model = builder.pool_2d_model(kind, input_shape=t["input"].shape, output_shape=expected_shape, **p)
     return model, [t["input"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# Discriminators: the five requantization arithmetics (golden.variants) disagree on these.
+# Weights +-1 and a swept input put the accumulator on consecutive integers, and scales of
+# 1/4, 1/8, 1/2 and 0.3000000119 (a float32 whose double product with small integers lands
+# on exact .5 ties of the first rounding step) make many of them exact ties.
+
+DISCRIMINATOR_SCALES = (0.25, 0.125, 0.5, float(np.float32(0.3000000119)), 0.0625, 0.75, 0.375,
+                        float(np.float32(1 / 3)))
+
+
+def discriminator_cases():
+    """Tie cases of FULLY_CONNECTED (per tensor and per channel), CONV_2D and DEPTHWISE_CONV_2D.
+
+    Inside the range every runtime's arithmetic is measured on: no activation, no accumulator
+    near the int32 limits, requantization scales well below 256 (XNNPACK's limit).
+    """
+    cases = []
+    rng = np.random.default_rng(20261124)
+    sweep = np.arange(-128, 128, dtype=np.int8)
+    # FULLY_CONNECTED, per tensor: zero weights, consecutive biases (the accumulator is the bias).
+    for out_scale in (4.0, 8.0, 2.0, 16.0, float(np.float32(1 / 0.3000000119))):
+        for zp in (0, 5):
+            cases.append(_bias_sweep(f"ties, FC per tensor, output scale {out_scale:.6g} zp {zp}", -256, 512,
+                                     input_scale=1.0, weight_scale=1.0, output_scale=out_scale, output_zero_point=zp))
+    # FULLY_CONNECTED, per channel: one input row per swept value, weights +-1, a scale per channel.
+    ws = np.array(DISCRIMINATOR_SCALES, np.float32)
+    w = np.where(np.arange(ws.size) % 2, -1, 1)[:, None].astype(np.int8)
+    for zp in (0, -128, 77):
+        cases.append(_fc(f"ties, FC per channel, input zp {zp}", sweep[:, None], w,
+                         np.arange(ws.size, dtype=np.int32) * 3 - 10, input_scale=1.0, input_zero_point=zp,
+                         weight_scale=ws, output_scale=1.0, output_zero_point=0))
+    # CONV_2D over a 16x16 image of every int8 value; one channel per scale; 1x1 and 3x3 SAME with weights in
+    # {-1, 0, 1} (the accumulator still steps by one).
+    image = sweep.reshape(1, 16, 16, 1)
+    for k in (1, 3):
+        for zp, zp_out in ((0, 0), (-128, 3)):
+            wk = w.reshape(ws.size, 1, 1, 1) if k == 1 else rng.integers(-1, 2, (ws.size, 3, 3, 1)).astype(np.int8)
+            cases.append(Case("conv_2d", {"input": image, "weights": wk,
+                                          "bias": np.arange(ws.size, dtype=np.int32) * 5 - 128},
+                              {"input_scale": 1.0, "input_zero_point": zp, "weight_scale": ws, "output_scale": 1.0,
+                               "output_zero_point": zp_out, "padding": "VALID" if k == 1 else "SAME"},
+                              f"ties, CONV_2D {k}x{k} input zp {zp}"))
+    # DEPTHWISE_CONV_2D on 8 channels (LiteRT's optimized kernel takes whole blocks of 8), multiplier 1 and 2.
+    img8 = np.stack([np.roll(sweep, 17 * c) for c in range(8)], axis=-1).reshape(1, 16, 16, 8)
+    for mult in (1, 2):
+        for k in (1, 3):
+            wsm = np.resize(ws, 8 * mult).astype(np.float32)
+            wd = np.where(np.arange(8 * mult) % 3 == 1, -1, 1).reshape(1, 1, 1, 8 * mult).astype(np.int8) if k == 1 \
+                else rng.integers(-1, 2, (1, 3, 3, 8 * mult)).astype(np.int8)
+            cases.append(Case("depthwise_conv_2d", {"input": img8, "weights": wd,
+                                                    "bias": np.arange(8 * mult, dtype=np.int32) * 7 - 20},
+                              {"input_scale": 1.0, "input_zero_point": 0, "weight_scale": wsm, "output_scale": 1.0,
+                               "output_zero_point": 0, "padding": "VALID" if k == 1 else "SAME",
+                               "depth_multiplier": mult},
+                              f"ties, DEPTHWISE_CONV_2D {k}x{k} multiplier {mult}"))
+    return cases
