@@ -35,7 +35,12 @@ VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: help install sim test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo clean
+# random cases per op in `make conformance` (the directed and discriminator cases come on top)
+PER_OP ?= 30
+CONFORMANCE_PACK := build/conformance/int8-conformance-v1
+
+.PHONY: help install sim test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo \
+	conformance conformance-rtl clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages, fetch the MLPerf Tiny models"
@@ -50,6 +55,8 @@ help:
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
 	@echo "make bench         RTL cycles, utilization and simulation speed (writes build/bench/rtl.json)"
 	@echo "make bench-golden  time the golden model against TFLite-Micro (writes build/bench/golden.json)"
+	@echo "make conformance   write the conformance pack (PER_OP=30, checked against TFLM) and check golden on it"
+	@echo "make conformance-rtl  the pack's FC/CONV/DW cases on the RTL (ROUNDING=double|single): report + verdict"
 	@echo "make clean         remove build/ and caches (keeps .venv)"
 
 install: $(STAMP)
@@ -99,6 +106,14 @@ bench: $(STAMP)
 
 bench-golden: $(STAMP)
 	$(PY) -m golden.bench
+
+conformance: $(STAMP)
+	$(PY) -m golden.conformance make --out $(CONFORMANCE_PACK) --per-op $(PER_OP) --seed $(SEED)
+	$(PY) -m golden.conformance run $(CONFORMANCE_PACK) --dut golden --report-dir build/conformance
+
+conformance-rtl: $(STAMP)
+	@test -f $(CONFORMANCE_PACK)/manifest.json || $(MAKE) conformance
+	$(PY) -m sim.conformance_rtl $(CONFORMANCE_PACK) --rounding $(ROUNDING) --rows $(ROWS) --cols $(COLS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -31,8 +31,13 @@ the floating-point ones cannot overflow.
 import numpy as np
 
 from . import ops, staged
-from .fixedpoint import (multiply_by_quantized_multiplier, quantize_multiplier, round_half_away, wrap_int32,
-                         wrap_int32_in_int64)
+from .fixedpoint import (
+    multiply_by_quantized_multiplier,
+    quantize_multiplier,
+    round_half_away,
+    wrap_int32,
+    wrap_int32_in_int64,
+)
 
 __all__ = ["VARIANTS", "fully_connected", "mac_output", "requantize"]
 

@@ -1,6 +1,7 @@
 """The conformance pack's MAC cases through the cocotb testbench, judged by the conformance harness.
 
     python -m sim.conformance_rtl [PACK] [--sim verilator|icarus] [--rounding double|single] [--rows R --cols C]
+                                 [--ops OP ...] [--tags TAG ...]
 
 Runs :mod:`sim.tb_conformance` (every FULLY_CONNECTED, CONV_2D and DEPTHWISE_CONV_2D case
 of the pack on the exported RTL), then :func:`golden.conformance.harness.run` on the
@@ -26,15 +27,18 @@ MAC_OPS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 
 
 def run_conformance_rtl(pack, *, sim="verilator", rounding="double", rows=8, cols=8, seed=1, waves=False,
-                        ops=MAC_OPS, out_dir=None):
+                        ops=MAC_OPS, tags=None, out_dir=None):
     """Simulate the pack's MAC cases, then judge them; returns (harness Result, testbench result dict)."""
-    loaded = harness.load_pack(pack)     # refuse a missing pack before building anything
+    loaded = harness.load_pack(pack)     # refuse a missing pack or an empty selection before building anything
+    if not harness.select(loaded, ops, tags):
+        raise PackError(f"{loaded.root}: no cases of {', '.join(ops)} with tags {', '.join(tags or ['(any)'])}")
     name = f"rtl-{sim}-{rows}x{cols}-{rounding}"
     out = out_dir or ROOT / "build" / "conformance" / name
     outputs = out / "outputs"
     shutil.rmtree(outputs, ignore_errors=True)
     outputs.mkdir(parents=True)
     env = {"TB_PACK": str(loaded.root.resolve()), "TB_OUTPUTS": str(outputs.resolve()), "TB_OPS": ",".join(ops),
+           "TB_TAGS": ",".join(tags or ()),
            "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING")}
     try:
         results = run_tb(sim, rows, cols, rounding, seed=seed, pauses=False, waves=waves,
@@ -43,7 +47,8 @@ def run_conformance_rtl(pack, *, sim="verilator", rounding="double", rows=8, col
         path = build_dir(sim, rows, cols, rounding, "_conformance") / "results.jsonl"
         results = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     tb = next((r for r in results if r.get("test") == "conformance_cases"), {})
-    result = harness.run(loaded, RecordedDut(outputs, name), expect=rounding, ops=list(ops), progress=False)
+    result = harness.run(loaded, RecordedDut(outputs, name), expect=rounding, ops=list(ops), tags=tags,
+                          progress=False)
     report.write_reports(result, out)
     return result, tb
 
@@ -56,12 +61,14 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--cols", type=int, default=8)
     parser.add_argument("--ops", nargs="+", choices=MAC_OPS, default=list(MAC_OPS))
+    parser.add_argument("--tags", nargs="+", help="only the cases with any of these tags (e.g. discriminator)")
     args = parser.parse_args(argv)
     try:
         result, tb = run_conformance_rtl(args.pack, sim=args.sim, rounding=args.rounding, rows=args.rows,
                                          cols=args.cols, seed=int(os.environ.get("SEED", "1")),
-                                         waves=os.environ.get("WAVES", "0") == "1", ops=tuple(args.ops))
-    except PackError as exc:
+                                         waves=os.environ.get("WAVES", "0") == "1", ops=tuple(args.ops),
+                                         tags=args.tags)
+    except (PackError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print("\n".join(report.summary_lines(result)))

@@ -10,8 +10,8 @@ with an uninitialised value (shared/TOOLCHAIN.md).
 
 import numpy as np
 import pytest
-from golden.conformance.op_cases import GENERATORS, cases
 
+from golden.conformance.op_cases import GENERATORS, cases
 from golden.reference_ops import OP_FAMILIES, OP_TABLE
 from golden.tflite.interpreter import MAC_OPS, Interpreter
 from golden.tflite.runtimes import run_litert_reference, run_tflm

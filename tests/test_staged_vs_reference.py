@@ -5,12 +5,12 @@ im2col with zero-point padding) is the contract the RTL implements; these tests 
 to TFLite's own loop nests on random and corner inputs, in both rounding variants.
 """
 
-from golden.conformance import mac_cases as cases
 import numpy as np
 import pytest
 
 import golden
 from golden import reference as ref
+from golden.conformance import mac_cases as cases
 from golden.ops import add_params, conv_params, fully_connected_params
 from golden.quantization import activation_range
 

@@ -10,8 +10,8 @@
 
 import numpy as np
 import pytest
-from golden.conformance.op_cases import shrink_in_range
 
+from golden.conformance.op_cases import shrink_in_range
 from golden.logistic import logistic_int8, logistic_int8_params
 from golden.tflite.builder import (
     ModelBuilder,

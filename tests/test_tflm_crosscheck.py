@@ -7,10 +7,10 @@ LiteRT with the BUILTIN_REF resolver. A summary table of the counts is printed a
 end of the run.
 """
 
-from golden.conformance import mac_cases as cases
 import numpy as np
 import pytest
 
+from golden.conformance import mac_cases as cases
 from golden.tflite.runtimes import run_litert_reference, run_tflm
 
 pytestmark = pytest.mark.tflm

@@ -1,9 +1,11 @@
 """Conformance pack command line.
 
-    python -m golden.conformance make [--out build/conformance/int8-conformance-v1] [--per-op 10] [--seed 1] [--ops OP ...]
-    python -m golden.conformance run PACK --dut DUT [--expect VARIANT] [--ops OP ...] [--report-dir DIR]
+    python -m golden.conformance make [--out DIR] [--per-op 30] [--seed 1] [--ops OP ...]
+    python -m golden.conformance run PACK --dut DUT [--expect VARIANT] [--ops OP ...] [--tags TAG ...]
+                                   [--report-dir DIR]
 
-``make`` writes the pack (every case checked against TFLite-Micro as it is written).
+``make`` writes the pack (default build/conformance/int8-conformance-v1; every case
+checked against TFLite-Micro as it is written).
 ``run`` runs a design under test on it (``--dut``: golden[:VARIANT], litert-ref,
 litert-optimized, litert-default, outputs:DIR or module:callable; see
 :mod:`golden.conformance.duts`), prints the summary and the variant verdict, and writes
@@ -28,7 +30,7 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     mk = sub.add_parser("make", help="write the conformance pack")
     mk.add_argument("--out", type=pathlib.Path, default=DEFAULT_PACK)
-    mk.add_argument("--per-op", type=int, default=10, help="random cases per op (the directed ones come on top)")
+    mk.add_argument("--per-op", type=int, default=30, help="random cases per op (the directed ones come on top)")
     mk.add_argument("--seed", type=int, default=1)
     mk.add_argument("--ops", nargs="+", help="only these ops")
     rn = sub.add_parser("run", help="run a design under test on a pack")
@@ -37,6 +39,7 @@ def main(argv=None):
     rn.add_argument("--expect", choices=VARIANTS, default="double",
                     help="the arithmetic the DUT's MAC ops are meant to implement (default: TFLite's reference)")
     rn.add_argument("--ops", nargs="+", help="only these ops")
+    rn.add_argument("--tags", nargs="+", help="only the cases with any of these tags (e.g. discriminator)")
     rn.add_argument("--report-dir", type=pathlib.Path,
                     help="where report.{md,html,json} go (default: next to the pack, report-<dut>)")
     args = parser.parse_args(argv)
@@ -51,7 +54,7 @@ def main(argv=None):
                 print(f"  {op:<20} {n:>4} cases")
             return 0
         dut = duts.resolve(args.dut)
-        result = harness.run(args.pack, dut, expect=args.expect, ops=args.ops, name=args.dut)
+        result = harness.run(args.pack, dut, expect=args.expect, ops=args.ops, tags=args.tags, name=args.dut)
     except (PackError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -20,7 +20,7 @@ import numpy as np
 from ..variants import VARIANTS
 from .pack import FORMAT, FORMAT_VERSION, PackError
 
-__all__ = ["CaseResult", "DutCase", "Pack", "Result", "load_pack", "run"]
+__all__ = ["CaseResult", "DutCase", "Pack", "Result", "load_pack", "run", "select"]
 
 
 @dataclasses.dataclass
@@ -205,28 +205,36 @@ def _compare(pc, got, want, expect):
     return ("mismatch" if wrong else "match"), detail, elements, wrong
 
 
-def run(pack, dut, *, expect="double", ops=None, name=None, progress=True):
+def select(pack, ops=None, tags=None):
+    """The pack's cases of ``ops`` (all if None) that carry any of ``tags`` (all if None)."""
+    cases = pack.cases
+    for what, wanted, have in (("ops", ops, {c.op for c in cases}),
+                                ("tags", tags, {t for c in cases for t in c.record["tags"]})):
+        unknown = sorted(set(wanted or ()) - have)
+        if unknown:
+            raise ValueError(f"the pack has no cases with {what} {', '.join(unknown)} "
+                             f"(it has {', '.join(sorted(have))})")
+    return [c for c in cases if (ops is None or c.op in ops) and (tags is None or set(tags) & set(c.record["tags"]))]
+
+
+def run(pack, dut, *, expect="double", ops=None, tags=None, name=None, progress=True):
     """Run ``dut`` on every case of ``pack`` (a path or :class:`Pack`) -> :class:`Result`.
 
     ``expect``: the variant whose outputs count as correct for the MAC ops (``double``, TFLite's
-    reference, unless the design is meant to implement another); ``ops``: a subset of ops.
+    reference, unless the design is meant to implement another); ``ops``, ``tags``: a subset
+    of the cases (:func:`select`).
     A DUT that raises on a case gets that case reported as an error with the exception's text.
     """
     if expect not in VARIANTS:
         raise ValueError(f"expect must be one of {', '.join(VARIANTS)}, got {expect!r}")
     pack = pack if isinstance(pack, Pack) else load_pack(pack)
-    cases = pack.cases
-    if ops is not None:
-        unknown = sorted(set(ops) - {c.op for c in cases})
-        if unknown:
-            raise ValueError(f"the pack has no cases of {', '.join(unknown)}")
-        cases = [c for c in cases if c.op in ops]
+    cases = select(pack, ops, tags)
     results, t0 = [], time.monotonic()
     for i, pc in enumerate(cases):
         r = pc.record
         try:
             got = dut(pc.dut_case())
-        except Exception as exc:  # noqa: BLE001 - any failure of the DUT is a reported result, not a crash
+        except Exception as exc:  # any failure of the DUT is a reported result, not a crash
             results.append(CaseResult(pc.id, pc.op, r["tags"], r["description"], "error",
                                       f"{type(exc).__name__}: {exc}"))
             continue

@@ -30,6 +30,7 @@ import time
 import numpy as np
 
 from .. import variants
+from ..fixedpoint import saturating_rounding_doubling_high_mul, wrap_int32_in_int64
 from ..reference_ops import OP_TABLE
 from ..spec import SPEC_OPS
 from ..tflite.interpreter import MAC_OPS, Interpreter
@@ -166,9 +167,27 @@ def _tags(gc, interp, stages, variant_outputs):
             tags.append("accumulator-near-int32-limit")
         if np.any(stages.offset != stages.scaled.astype(np.int64) + int(p["params"]["output_offset"])):
             tags.append("output-offset-wraps")
+        tags += _tie_tags(acc, p["params"])
         lo, hi = p["params"]["quantized_activation_min"], p["params"]["quantized_activation_max"]
         if (lo, hi) != (-128, 127):
             tags.append("fused-activation")
+    return tags
+
+
+def _tie_tags(acc, params):
+    """Which of the reference requantization's two roundings land on an exact .5 tie somewhere in the case."""
+    if params["rounding"] != "double":
+        return []
+    mult = np.broadcast_to(np.asarray(params["output_multiplier"], np.int64), acc.shape[-1:])
+    shift = np.broadcast_to(np.asarray(params["output_shift"], np.int64), acc.shape[-1:])
+    left, right = np.maximum(shift, 0), np.maximum(-shift, 0)
+    x = wrap_int32_in_int64(acc << left)
+    prod = x * mult                                                  # < 2**62: exact in int64
+    tags = ["tie-first-rounding"] if np.any((prod & (2**31 - 1)) == 2**30) else []
+    high = saturating_rounding_doubling_high_mul(x, mult).astype(np.int64)
+    half = np.where(right > 0, np.int64(1) << np.maximum(right - 1, 0), -1)
+    if np.any((high & ((np.int64(1) << right) - 1)) == half):
+        tags.append("tie-second-rounding")
     return tags
 
 
@@ -248,8 +267,9 @@ def write_pack(out_dir, *, per_op=10, seed=1, ops=None, progress=True):
             want = np.asarray(want).reshape(got.shape)
             if got.dtype != want.dtype or not np.array_equal(got, want):
                 bad = np.flatnonzero(got.ravel() != want.ravel())
+                first = bad[0] if bad.size else "-"
                 raise PackError(f"{case_id} ({gc.description}) output {j}: golden and {against} differ "
-                                f"({bad.size} of {got.size} elements; first at flat index {bad[0] if bad.size else '-'})")
+                                f"({bad.size} of {got.size} elements; first at flat index {first})")
         d = tmp / "cases" / case_id
         d.mkdir(parents=True)
         (d / "model.tflite").write_bytes(gc.model)
@@ -331,9 +351,11 @@ LiteRT's BUILTIN_REF resolver for SPACE_TO_BATCH_ND). Nothing here needs our cod
 `zero-point-extreme` (a zero point of -128 or 127), `every-int8-input` (an input holds all 256
 values), `multiplier-below-2^-20`, `multiplier-above-1` (an output shift <= -20, > 0),
 `accumulator-near-int32-limit` (|accumulator| >= 2^30), `output-offset-wraps`,
-`fused-activation` (clamp narrower than int8). `discriminator` cases put many requantized
-values on exact ties, inside the range every runtime's arithmetic was measured on: the
-variants disagree on each of them, so they tell which arithmetic a design implements.
+`fused-activation` (clamp narrower than int8), `tie-first-rounding` / `tie-second-rounding`
+(a MAC output where SaturatingRoundingDoublingHighMul / RoundingDivideByPOT rounds an
+exact .5). `discriminator` cases put many requantized values on exact ties, inside the range
+every runtime's arithmetic was measured on: the variants disagree on each of them, so they
+tell which arithmetic a design implements.
 
 ## Using it
 Feed each case's inputs (and constants and params, as your design needs them) to the design,

@@ -58,7 +58,7 @@ def markdown(result):
            f"Pack format {result.pack.get('format')} v{result.pack.get('format_version')}, written by "
            f"int8-systolic {gen.get('int8-systolic')} ({gen.get('git')}), checked against tflite-micro "
            f"{gen.get('tflite-micro')}. Run time {result.seconds:.1f} s.", "",
-           "## Which arithmetic", ""] + _variant_lines(result) + [
+           "## Which arithmetic", "", *_variant_lines(result),
            "", "## Per op", "", "| op | cases | match | % |", "|---|---:|---:|---:|"]
     for op, (k, m) in result.by("op").items():
         out.append(f"| {op} | {k} | {m} | {_pct(m, k)} |")
