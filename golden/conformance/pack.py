@@ -119,6 +119,9 @@ def integer_params(interp):
     skip = {"plan", "rescaled_table", "rescaled_tables", "exp_table"}
     if "params" in p and "kind" in p:     # a MAC op: flatten the kernel parameters and the geometry
         out = {**p["params"], **p["geometry"]}
+        channels = p["output_shape"][-1]       # one multiplier and shift per output channel, even per tensor
+        for key in ("output_multiplier", "output_shift"):
+            out[key] = np.broadcast_to(np.asarray(out[key], np.int64), (channels,))
         if "k" in p:
             out["k"] = p["k"]
         return _jsonable(out)
