@@ -314,6 +314,25 @@ def directed_cases():
                              weight_scale=_D_NEAR_ONE, output_scale=1.0, output_zero_point=127, per_channel=True))
     cases.append(_bias_sweep("output offset wraps past INT32_MIN", -(2**31), 300, input_scale=_C_NEAR_ONE,
                              weight_scale=_D_NEAR_ONE, output_scale=1.0, output_zero_point=-128, per_channel=True))
+    # DEPTHWISE_CONV_2D corners: zero points at the ends with pinned inputs and +-127 weights, tiny and large
+    # multipliers, biases at the int32 limits (per channel, multipliers 1 and 2).
+    def _dw(label, x, w, bias, mult=1, **params):
+        params.setdefault("activation", "NONE")
+        return Case("depthwise_conv_2d", {"input": x, "weights": w, "bias": np.asarray(bias, np.int32)},
+                    {"input_scale": 0.5, "weight_scale": np.float32(np.linspace(0.01, 0.3, w.shape[3])),
+                     "padding": "SAME", "stride": (1, 1), "depth_multiplier": mult, **params}, label)
+    for zp_in, zp_out, fill in ((-128, -128, 127), (127, 127, -128), (-128, 127, -128), (127, -128, 127)):
+        w = np.where(rng.random((1, 3, 3, 6)) < 0.5, -127, 127).astype(np.int8)
+        cases.append(_dw(f"DW zp_in={zp_in} zp_out={zp_out} input={fill}", np.full((1, 5, 5, 3), fill, np.int8), w,
+                         rng.integers(-1000, 1000, 6), mult=2, input_zero_point=zp_in, output_scale=2.0,
+                         output_zero_point=zp_out))
+    for mult in (2.0**-25, 2.0**-33, 1.7, 40.0, 1000.0):
+        cases.append(_dw(f"DW multiplier={mult:.3g}", _int8(rng, (2, 6, 6, 4)), _int8(rng, (1, 3, 3, 4), -127, 127),
+                         rng.integers(-(2**20), 2**20, 4), input_zero_point=int(rng.integers(-128, 128)),
+                         output_scale=0.5 * 0.155 / mult, output_zero_point=int(rng.integers(-128, 128))))
+    cases.append(_dw("DW bias at int32 limits", _int8(rng, (1, 4, 4, 4)), _int8(rng, (1, 2, 2, 4), -127, 127),
+                     [2**31 - 1, -(2**31), 2**31 - 100, -(2**31) + 100], input_zero_point=-7, output_scale=2.0**20,
+                     output_zero_point=3))
     # Fused activation bounds, including bounds that land on a float32 .5 tie (roundf: away from zero).
     for act in ("RELU", "RELU6", "RELU_N1_TO_1"):
         for out_scale, zp in ((12.0, 0), (4.0, -3), (2.0, 10), (0.02, -128), (0.0235, -100), (0.5, 127),
