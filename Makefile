@@ -22,9 +22,12 @@ SEED ?= 1
 # seeds `make synth` tries, from SEED on, while the placer finds no legal placement (a design at the
 # device's limit, such as the UP5K 4x1; empty: 1, and 3 in `make synth-scaling`)
 PLACE_TRIES ?=
-# seeds and parallel nextpnr runs for `make synth-seeds` (one netlist placed and routed with each seed)
+# seeds for `make synth-seeds` (one netlist placed and routed with each seed)
 SEEDS ?= 1-5
-JOBS ?= 2
+# parallel jobs of `make sim` (simulator runs) and `make synth-seeds` (nextpnr runs): default, the cores
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+# `make sim SHARD=i/n`: the i-th of n deterministic parts of the regression (merge with `make sim-merge`)
+SHARD ?=
 # nextpnr router for `make synth`: router1, router2, router2-alt or router2-tmg (empty: the target's, ecp5 router2-tmg)
 ROUTER ?=
 # ECP5 multiplier floorplan for `make synth` (fpga/floorplan.py): 1 (default) or 0 (nextpnr places them)
@@ -39,17 +42,18 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PER_OP ?= 30
 CONFORMANCE_PACK := build/conformance/int8-conformance-v1
 
-.PHONY: help install sim test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo \
+.PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo \
 	conformance conformance-rtl clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages, fetch the MLPerf Tiny models"
-	@echo "make sim           the RTL regression: every configuration on Icarus and Verilator (WAVES=1, SEED=n)"
+	@echo "make sim           the RTL regression: every configuration on Icarus and Verilator (JOBS=n SHARD=i/n WAVES=1 SEED=n)"
+	@echo "make sim-merge     merge the summaries and JUnit of SHARD=i/n runs copied into build/sim/shards/"
 	@echo "make test          the default test suite (golden model, TFLM cross-check, RTL subset)"
 	@echo "make test-all      the default suite plus the slow regressions"
 	@echo "make verilog       export build/verilog/int8_systolic_<ROWS>x<COLS>_<ROUNDING>.v (ROWS=8 COLS=8 ROUNDING=double DSP=generic|ecp5)"
 	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING BLOCK SEED PLACE_TRIES FLOORPLAN=1|0 ROUTER)"
-	@echo "make synth-seeds   one netlist placed and routed with SEEDS=1-5 (JOBS=2 at a time): Fmax spread, worst paths"
+	@echo "make synth-seeds   one netlist placed and routed with SEEDS=1-5 (JOBS at a time): Fmax spread, worst paths"
 	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
@@ -70,7 +74,10 @@ $(STAMP): pyproject.toml tools/install-debian-packages.sh tools/fetch_models.py
 	touch $@
 
 sim: $(STAMP)
-	$(PY) -m sim.regress
+	$(PY) -m sim.regress --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD))
+
+sim-merge: $(STAMP)
+	$(PY) -m sim.regress --merge build/sim/shards/summary-*.json
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)

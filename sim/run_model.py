@@ -47,8 +47,11 @@ def resolve_model(name):
     return name
 
 
-def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto"):
-    """Run the cocotb model testbench; returns its result dict (raises if the run produced none)."""
+def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto",
+              build_tag="_model"):
+    """Run the cocotb model testbench; returns its result dict (raises if the run produced none).
+
+    ``build_tag`` names the build directory (parallel runs need one each)."""
     path = resolve_model(str(model))
     # Refuse what the golden interpreter cannot run (unreadable file, unsupported op, broken quantization clause)
     # here, with its one-line message, before anything is built.
@@ -58,10 +61,10 @@ def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=
     error = None
     try:
         results = run_tb(sim, rows, cols, "double", seed=seed, pauses=False, waves=waves, module="sim.tb_model",
-                         extra_env=env, tag_suffix="_model", max_col_tiles=16)
+                         extra_env=env, tag_suffix=build_tag, max_col_tiles=16)
     except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails; its results still count
         error = exc
-        path = build_dir(sim, rows, cols, "double", "_model") / "results.jsonl"
+        path = build_dir(sim, rows, cols, "double", build_tag) / "results.jsonl"
         results = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     runs = [r for r in results if r.get("test") == "run_model"]
     if not runs:
