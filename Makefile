@@ -43,7 +43,7 @@ PER_OP ?= 30
 CONFORMANCE_PACK := build/conformance/int8-conformance-v1
 
 .PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo \
-	conformance conformance-rtl clean
+	conformance conformance-rtl formal clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages, fetch the MLPerf Tiny models"
@@ -61,6 +61,7 @@ help:
 	@echo "make bench-golden  time the golden model against TFLite-Micro (writes build/bench/golden.json)"
 	@echo "make conformance   write the conformance pack (PER_OP=30, checked against TFLM) and check golden on it"
 	@echo "make conformance-rtl  the pack's FC/CONV/DW cases on the RTL (ROUNDING=double|single): report + verdict"
+	@echo "make formal        prove the requantizer against the golden arithmetic (SymbiYosys + Boolector, z3)"
 	@echo "make clean         remove build/ and caches (keeps .venv)"
 
 install: $(STAMP)
@@ -121,6 +122,9 @@ conformance: $(STAMP)
 conformance-rtl: $(STAMP)
 	@test -f $(CONFORMANCE_PACK)/manifest.json || $(MAKE) conformance
 	$(PY) -m sim.conformance_rtl $(CONFORMANCE_PACK) --rounding $(ROUNDING) --rows $(ROWS) --cols $(COLS)
+
+formal: $(STAMP)
+	$(PY) -m formal --jobs $(JOBS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -88,6 +88,11 @@ class Requantizer(wiring.Component):
     #: Cycles from an input transfer to the corresponding output being valid (no stalls).
     latency = 25
 
+    def _multiplier(self, a_width, b_width, name):
+        """The multiplier of partial product ``name`` ("hh", "hl", "lh", "ll"); the formal proof
+        (:mod:`formal.requantizer`) substitutes one whose product is a cut point."""
+        return Multiplier(a_width, b_width, self._dsp)
+
     def elaborate(self, platform):
         m = Module()
         en = Signal()
@@ -158,7 +163,7 @@ class Requantizer(wiring.Component):
                 x, y = operands[name]
                 x_width = 16 if name[0] == "h" else 17
                 y_width = 16 if name[1] == "h" else 17
-                mul = Multiplier(x_width, y_width, self._dsp)
+                mul = self._multiplier(x_width, y_width, name)
                 m.submodules[f"mul_{name}"] = mul
                 m.d.comb += [mul.a.eq(x), mul.b.eq(y), mul.en.eq(en)]
                 out.append(mul.p)
