@@ -104,7 +104,10 @@ def run_task(name, design, mode, depth, work):
     task_dir = work / name
     shutil.rmtree(task_dir, ignore_errors=True)
     task_dir.mkdir(parents=True)
-    (task_dir / "design.il").write_text(rtlil.convert(design, ports=[]))
+    try:
+        (task_dir / "design.il").write_text(rtlil.convert(design, ports=[]))
+    except Exception as exc:  # an elaboration error is this task's result, not the end of the run
+        return "ERROR", 0.0, f"elaboration failed: {type(exc).__name__}: {exc}"
     (task_dir / "task.sby").write_text(_sby_file("design.il", mode, depth))
     env = _tool_env(work)
     t0 = time.monotonic()

@@ -41,7 +41,7 @@ reference (the others), to show that the proof finds a counterexample and prints
 
 import contextlib
 
-from amaranth import Fragment, Module, Mux, Signal, signed
+from amaranth import Const, Fragment, Module, Mux, Signal, signed
 from amaranth.asserts import AnyConst, AnySeq, Initial
 from amaranth.hdl import Assert, Assume, Cover, Elaboratable, ResetSignal
 
@@ -134,15 +134,15 @@ def reference(m, kept, products, settings, rounding, broken=None):
         # (formal.identities proves it equals gemmlowp's mask-and-threshold form, golden's definition).
         half = Signal(signed(34), name="ref_half")
         if broken == "rdbpot-ties-up":
-            m.d.comb += half.eq(Mux(right > 0, (Signal(signed(34), init=1) << right) >> 1, 0))
+            m.d.comb += half.eq(Mux(right > 0, (Const(1, signed(34)) << right) >> 1, 0))
         else:
-            m.d.comb += half.eq(Mux(right > 0, ((Signal(signed(34), init=1) << right) >> 1) - (high < 0), 0))
+            m.d.comb += half.eq(Mux(right > 0, ((Const(1, signed(34)) << right) >> 1) - (high < 0), 0))
         m.d.comb += scaled.eq(_wrap32((high + half) >> right))
     else:
         total = Signal(6, name="ref_total")
         m.d.comb += total.eq(31 - shift)
         rounded = Signal(signed(67), name="ref_rounded")
-        m.d.comb += rounded.eq(prod + (Signal(signed(67), init=1) << (total - 1)))
+        m.d.comb += rounded.eq(prod + (Const(1, signed(67)) << (total - 1)[:6]))
         m.d.comb += scaled.eq(_wrap32(rounded >> total))
     offset = Signal(signed(32), name="ref_offset")
     if broken == "offset-saturates":
