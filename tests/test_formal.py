@@ -21,9 +21,10 @@ def test_the_identities_are_proved_and_a_wrong_one_is_not():
 
     assert all(proved for proved, _ in prove_all(progress=lambda line: None).values())
     x, r = z3.BitVec("x", 34), z3.BitVec("r", 34)
-    mask = (z3.BitVecVal(1, 34) << r) - 1
-    golden = (x >> r) + z3.If(z3.UGT(x & mask, (mask >> 1) + z3.If(x < 0, 1, 0)), 1, 0)
-    ties_up = (x + z3.If(r > 0, (z3.BitVecVal(1, 34) << r) >> 1, 0)) >> r
+    one, zero = z3.BitVecVal(1, 34), z3.BitVecVal(0, 34)
+    mask = (one << r) - 1
+    golden = (x >> r) + z3.If(z3.UGT(x & mask, (mask >> 1) + z3.If(x < 0, one, zero)), one, zero)
+    ties_up = (x + z3.If(r > 0, (one << r) >> 1, zero)) >> r
     s = z3.Solver()
     s.add(x >= -(2**31), x < 2**31, r >= 0, r <= 31, golden != ties_up)
     assert s.check() == z3.sat       # rounding ties up is not RoundingDivideByPOT: z3 finds an x
