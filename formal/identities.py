@@ -17,6 +17,8 @@ its negation), not sampled:
 
 import time
 
+from .requantizer import PRODUCT_RANGE
+
 __all__ = ["IDENTITIES", "prove_all"]
 
 
@@ -28,11 +30,9 @@ def _partial_products(z3):
               x == xh * 2**16 + xl, m == mh * 2**16 + ml,
               xl >= 0, xl < 2**16, ml >= 0, ml < 2**16, xh >= -(2**15), xh < 2**15, mh >= -(2**15), mh < 2**15]
     hh, hl, lh, ll = xh * mh, xh * ml, xl * mh, xl * ml
+    products = {"hh": hh, "hl": hl, "lh": lh, "ll": ll}
     claims = z3.And(x * m == hh * 2**32 + (hl + lh) * 2**16 + ll,
-                    hh >= -(2**15) * (2**15 - 1), hh <= 2**30,
-                    hl >= -(2**15) * (2**16 - 1), hl <= (2**15 - 1) * (2**16 - 1),
-                    lh >= -(2**15) * (2**16 - 1), lh <= (2**15 - 1) * (2**16 - 1),
-                    ll >= 0, ll <= (2**16 - 1) ** 2)
+                    *(z3.And(v >= PRODUCT_RANGE[n][0], v <= PRODUCT_RANGE[n][1]) for n, v in products.items()))
     s.add(*ranges, z3.Not(claims))
     return s
 

@@ -49,7 +49,7 @@ import hw.requantizer
 from hw.multiplier import Multiplier
 from hw.requantizer import Requantizer
 
-__all__ = ["BROKEN", "HALVES", "RequantizerProof", "reference"]
+__all__ = ["BROKEN", "HALVES", "PRODUCT_RANGE", "RequantizerProof", "reference"]
 
 INT32_MAX = 2**31 - 1
 INT32_MIN = -(2**31)
@@ -63,6 +63,12 @@ BROKEN = {
 # (partial product) -> (half of the first operand, half of the second): "h" the signed top 16 bits,
 # "l" the low 16 bits zero-extended (hw.requantizer's dsp_operands)
 HALVES = {name: (name[0], name[1]) for name in ("hh", "hl", "lh", "ll")}
+# The range of each partial product: a signed 16-bit half ("h") times a signed half or an unsigned 16-bit
+# half ("l"). The cut multipliers may produce any value in it; formal.identities proves the real products lie in it.
+PRODUCT_RANGE = {"hh": (-(2**15) * (2**15 - 1), 2**30),
+                 "hl": (-(2**15) * (2**16 - 1), (2**15 - 1) * (2**16 - 1)),
+                 "lh": (-(2**15) * (2**16 - 1), (2**15 - 1) * (2**16 - 1)),
+                 "ll": (0, (2**16 - 1) ** 2)}
 # Stage (enabled cycles after the input transfer) at which the multipliers' registered operands
 # hold an element: 6 stages to the DSP operand registers in double rounding (bias add, four
 # pre-shift stages, the operand registers), 3 in single, then the multiplier's own register.
@@ -109,11 +115,12 @@ class _CutRequantizer(Requantizer):
         return self.cut[name]
 
 
-def reference(m, kept, products, settings, rounding, broken=None):
+def reference(m, kept, x, products, settings, rounding, broken=None):
     """The golden output of one element (``kept``: its payload), as a signed(32) signal in ``m``.
 
-    ``products``: the four partial products (hh, hl, lh, ll) of the element's operand halves;
-    their weighted sum is the 64-bit product of the (pre-shifted) accumulator and multiplier.
+    ``x``: the multiplier's other operand (:func:`operand`); ``products``: the four partial
+    products (hh, hl, lh, ll) of the halves of ``x`` and the multiplier, whose weighted sum
+    is their 64-bit product.
     """
     acc = Signal(signed(32), name="ref_acc")
     m.d.comb += acc.eq(_wrap32(kept.acc + kept.bias))
@@ -124,7 +131,6 @@ def reference(m, kept, products, settings, rounding, broken=None):
     scaled = Signal(signed(32), name="ref_scaled")
     if rounding == "double":
         right = Mux(shift < 0, (-shift).as_unsigned()[:5], 0)
-        x = pre_shifted(m, kept)
         # SaturatingRoundingDoublingHighMul, as gemmlowp: the one overflowing pair saturates.
         nudge = (1 << 30) - (1 if broken == "srdhm-tie-down" else 0)
         high = Signal(signed(32), name="ref_high")
@@ -156,11 +162,14 @@ def reference(m, kept, products, settings, rounding, broken=None):
     return out
 
 
-def pre_shifted(m, kept):
-    """The accumulator (bias added) shifted left by max(shift, 0), wrapping to int32."""
+def operand(m, kept, rounding):
+    """The accumulator operand of the element's multiplication: the accumulator (bias added), in double
+    rounding shifted left by max(shift, 0) first, wrapping to int32."""
     x = Signal(signed(32), name="ref_pre")
-    left = Mux(kept.shift > 0, kept.shift.as_unsigned()[:5], 0)
-    m.d.comb += x.eq(_wrap32(_wrap32(kept.acc + kept.bias) << left))
+    acc = _wrap32(kept.acc + kept.bias)
+    if rounding == "double":
+        acc = _wrap32(acc << Mux(kept.shift > 0, kept.shift.as_unsigned()[:5], 0))
+    m.d.comb += x.eq(acc)
     return x
 
 
@@ -215,8 +224,7 @@ class RequantizerProof(Elaboratable):
             m.d.comb += Assume(settings["bypass"] == int(self.bypass))
         # The cut products: any value a product of operands of those widths can take.
         for name, mul in dut.cut.items():
-            lo = (-(2**15)) * (2**16 - 1) if name in ("hl", "lh") else (0 if name == "ll" else -(2**15) * (2**15 - 1))
-            hi = (2**16 - 1) ** 2 if name == "ll" else (2**15 - 1) * (2**16 - 1) if name in ("hl", "lh") else 2**30
+            lo, hi = PRODUCT_RANGE[name]
             m.d.comb += Assume((mul.product >= lo) & (mul.product <= hi))
 
         # Track one element: the solver chooses which accepted input.
@@ -242,9 +250,7 @@ class RequantizerProof(Elaboratable):
         m.d.comb += Assume(n_in < self.max_elements)
 
         # 1. The operands the multipliers hold for the tracked element are the halves of its operands.
-        x = pre_shifted(m, kept) if self.rounding == "double" else Signal(signed(32), name="ref_pre")
-        if self.rounding == "single":
-            m.d.comb += x.eq(_wrap32(kept.acc + kept.bias))
+        x = operand(m, kept, self.rounding)
         operand_stage = OPERAND_STAGE[self.rounding]
         at_multipliers = tracking & (stage == operand_stage)
         # (in bypass the double rounding's pre-shift is forced to zero: the product is unused there)
@@ -257,7 +263,7 @@ class RequantizerProof(Elaboratable):
             m.d.sync += [products[name].eq(mul.product) for name, mul in dut.cut.items()]
 
         # 2. Its output is the reference computed from those products.
-        want = reference(m, kept, products, settings, self.rounding, self.broken)
+        want = reference(m, kept, x, products, settings, self.rounding, self.broken)
         check = Signal()
         m.d.comb += check.eq(delivered & tracking & (n_out == tag))
         with m.If(check):

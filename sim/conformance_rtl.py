@@ -20,10 +20,9 @@ from golden.conformance import harness, report
 from golden.conformance.__main__ import DEFAULT_PACK
 from golden.conformance.duts import RecordedDut
 from golden.conformance.pack import PackError
+from golden.tflite.interpreter import MAC_OPS
 
 from .runner import ROOT, build_dir, run_tb
-
-MAC_OPS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 
 
 def run_conformance_rtl(pack, *, sim="verilator", rounding="double", rows=8, cols=8, seed=1, waves=False,

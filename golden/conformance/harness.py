@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from ..variants import VARIANTS
-from .pack import FORMAT, FORMAT_VERSION, PackError
+from .pack import FORMAT, FORMAT_VERSION, PackError, golden_case
 
 __all__ = ["CaseResult", "DutCase", "Pack", "Result", "load_pack", "run", "select"]
 
@@ -166,8 +166,6 @@ class Result:
 
 def _stages_text(pc, index):
     """Golden's intermediate values at one output element of a MAC case (or the inputs of an element-wise op)."""
-    from .pack import golden_case
-
     dc = pc.dut_case()
     model = dc.model_path.read_bytes()
     _, _, stages, _ = golden_case(model, dc.inputs, pc.id)
