@@ -4,9 +4,11 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
 
 1. Set the per-layer inputs: ``k_steps`` (K >= 1), ``n_tiles`` (column tiles,
    ceil(N / cols)), ``output_offset`` (output zero point), ``act_min``/``act_max`` and
-   ``bypass``. They must stay stable while a layer runs, from at least two cycles before its
+   ``bypass``. They must stay stable while a layer runs, from at least three cycles before its
    first step (the accelerator keeps values derived from them in registers, some made from
-   a registered copy) to its last result.
+   a registered copy: ``n_tiles`` reaches the column-tile wrap flag through three, so with
+   two, a K = 1 layer after one with more column tiles moved its tile index past the wrap) to
+   its last result.
 2. Write the per-channel table through ``cfg``: for output channel n, ``lane = n % cols``,
    ``addr = n // cols``, the folded bias ``bias - z_a * sum_k w[k][n]``, and the
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
@@ -204,7 +206,7 @@ class Accelerator(wiring.Component):
         # four lanes, then two per lane, the first near the group's, the second near the lane
         # (with one per lane, the route from it to the lane's 32-bit offset adder, which its sign
         # bit drives 25 bits of, was the 8x8's worst path in a placement, 3 ns). They are stable
-        # from two cycles before a layer's first step, which reaches the lanes far later.
+        # from three cycles before a layer's first step, which reaches the lanes far later.
         settings = [self.output_offset, self.act_min, self.act_max, self.bypass]
         setting_names = ("output_offset", "act_min", "act_max", "bypass")
         n_groups = -(-C // 4)

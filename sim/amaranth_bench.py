@@ -23,7 +23,8 @@ def run_full_rate(problem, dut):
     async def testbench(ctx):
         for name, value in problem.layer_registers(rows, cols).items():
             ctx.set(getattr(dut, name), value)
-        await ctx.tick()  # the registers two cycles before the first step: this one, the table writes
+        await ctx.tick()  # the registers three cycles before the first step: these two, the table writes
+        await ctx.tick()
         ctx.set(dut.res.ready, 1)
         ctx.set(dut.cfg.valid, 1)
         for addr, lane, bias, mult, shift in problem.table_writes(rows, cols):

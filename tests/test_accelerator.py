@@ -18,9 +18,11 @@ from sim.amaranth_bench import run_full_rate
 from sim.stimulus import random_problem
 
 
-def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7):
+def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7, lead=3):
     """Run problems back to back; return the result rows of each. ``p_ready``: the probability that
-    the consumer is ready in a cycle, or a function of the cycle count giving it."""
+    the consumer is ready in a cycle, or a function of the cycle count giving it. ``lead``: cycles
+    from setting a layer's registers to its first table write plus one (with one table write and
+    no idle cycle, to its first step)."""
     rng = np.random.default_rng(seed)
     R, C = dut.rows, dut.cols
     results = [[] for _ in problems]
@@ -32,10 +34,11 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7):
                 await ctx.tick()
             for name, value in prob.layer_registers(R, C).items():
                 ctx.set(getattr(dut, name), value)
-            # (the registers are set two cycles before the first step, as the accelerator needs:
-            # this cycle, then at least one table write; problems with one table write test
-            # exactly that)
-            await ctx.tick()
+            # (the registers are set three cycles before the first step, as the accelerator needs:
+            # this cycle and the next, then at least one table write; problems with one table
+            # write test exactly that)
+            for _ in range(lead - 1):
+                await ctx.tick()
             for addr, lane, bias, mult, shift in prob.table_writes(R, C):
                 ctx.set(dut.cfg.payload.addr, addr)
                 ctx.set(dut.cfg.payload.lane, lane)
@@ -130,9 +133,9 @@ def test_accelerator_short_tiles_with_gaps(seed):
     assert check(dut, problems, seed, p_idle=0.5) == sum(p.shape[0] * p.shape[2] for p in problems)
 
 
-def test_accelerator_layer_registers_two_cycles_ahead(seed):
+def test_accelerator_layer_registers_three_cycles_ahead(seed):
     """Layers of one table write each (one column, N = 1) back to back with no idle cycle: the
-    first step comes exactly two cycles after the layer registers change (the accelerator's
+    first step comes exactly three cycles after the layer registers change (the accelerator's
     contract), and K (1, 2 and longer), hence every flag made from it, differs from the last
     layer's each time."""
     rng = np.random.default_rng(seed + 21)
@@ -301,3 +304,24 @@ def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     # read 2, hop to the queue 1, queue 1)
     assert dut.cycles(*shape) == ((tiles - 1) * max(k, rows, cols, 2) + k
                                   + 1 + (cols + 8) + (rows - 1) + 5 + 25 + 2 + 5)
+
+
+@pytest.mark.parametrize("lead", [3, 2])
+def test_accelerator_column_tiles_shrink_three_cycles_ahead(seed, lead):
+    """A K = 1 layer of one column tile right after a layer of two: n_tiles reaches the column-tile
+    wrap flag through three registers, so with the registers set three cycles ahead (the
+    contract) every layer reads its own table entries, and with two the third layer reads the
+    second column tile's entry (found by `make sim`'s coverage corners). The lead-2 run must
+    fail, or the contract is looser than documented and this test no longer guards it."""
+    rng = np.random.default_rng(seed + 41)
+    dut = Accelerator(1, 1, max_col_tiles=4)
+    problems = [random_problem(rng, 1, 1, n) for n in (2, 1, 1)]
+    for p in problems:
+        p.bias = np.arange(1, p.shape[2] + 1, dtype=np.int32) * 2**20    # a wrong entry changes the result
+        p.output_multiplier, p.output_shift = np.full(p.shape[2], 2**30), np.full(p.shape[2], -15)
+        p.act_min, p.act_max = -128, 127
+    if lead == 3:
+        assert check(dut, problems, seed, p_idle=0.0, p_ready=1.0, lead=lead) == 4
+    else:
+        with pytest.raises(pytest.fail.Exception, match="results differ"):
+            check(dut, problems, seed, p_idle=0.0, p_ready=1.0, lead=lead)
