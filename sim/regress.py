@@ -7,12 +7,15 @@ compared with golden and TFLM). Each job runs in its own process and build direc
 output going to build/sim/logs/<job>.log; ``JOBS`` of them at a time (default: the number
 of cores). A line per job as it finishes, then a table of tests, outputs compared and
 failures; each job's JUnit XML goes to build/sim/junit/, all of them merged into
-build/sim/junit.xml, and the figures to build/sim/summary.json.
+build/sim/junit.xml, and the figures to build/sim/summary.json. Each job's functional coverage
+(:mod:`sim.coverage`) goes to build/sim/coverage/<job>.{yml,xml}, merged into
+build/sim/coverage.{yml,xml}; the coverage table is printed, and a full run fails when a bin
+of the model was never hit.
 
 ``SHARD=i/n`` runs the i-th of n deterministic, disjoint parts of the job list (for a CI
 matrix) and writes build/sim/shards/summary-<i>of<n>.json; ``python -m sim.regress --merge
 FILE...`` (``make sim-merge``) checks that the shards add up to the whole list and prints and
-writes the merged summary and JUnit. ``WAVES=1`` dumps FST waveforms (Icarus:
+writes the merged summary, JUnit and coverage (failing on a bin never hit). ``WAVES=1`` dumps FST waveforms (Icarus:
 <build>/<top>.fst; Verilator: --trace-fst). ``SEED=n`` reproduces or varies the stimulus.
 Exit status non-zero on any failure or missing job.
 """
@@ -29,6 +32,7 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+from . import coverage
 from .runner import ROOT
 
 SHAPES = [(1, 1), (2, 3), (4, 4), (8, 8)]
@@ -43,6 +47,23 @@ MODELS = [("alexa", 20), ("hey_jarvis", 20), ("hey_mycroft", 20), ("okay_nabu", 
           ("image_classification", 1), ("keyword_spotting", 1), ("visual_wake_words", 1), ("anomaly_detection", 1),
           ("keyword_spotting_mobilenetv2", 1)]
 SIM_DIR = ROOT / "build" / "sim"
+
+
+def long_k(simulator, rows, cols):
+    """Whether a configuration also runs the K = 2**17 + 1 GEMM (accumulators wrap int32): every
+    Verilator build, and the Icarus ones fast enough to simulate its 132 105 cycles (~15 s)."""
+    return simulator == "verilator" or rows * cols <= 6
+
+
+def _keep_coverage(build, tag):
+    """Copy a job's coverage.{yml,xml} from its build directory to build/sim/coverage/<tag>.*."""
+    (SIM_DIR / "coverage").mkdir(parents=True, exist_ok=True)
+    for suffix in (".yml", ".xml"):
+        src = (build / "coverage").with_suffix(suffix)
+        dst = (SIM_DIR / "coverage" / tag).with_suffix(suffix)
+        dst.unlink(missing_ok=True)
+        if src.exists():
+            shutil.copy(src, dst)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -99,10 +120,12 @@ def run_job(job, *, seed, problems, max_dim, waves):
         # Icarus slows down ~4x per array doubling: fewer problems on the big arrays there.
         n = problems if simulator == "verilator" or r * c <= 16 else max(2, problems // 3)
         try:
-            results = run_tb(simulator, r, c, rounding, seed=seed, problems=n, max_dim=max_dim, waves=waves, dsp=dsp)
+            results = run_tb(simulator, r, c, rounding, seed=seed, problems=n, max_dim=max_dim, waves=waves, dsp=dsp,
+                             long_k=long_k(simulator, r, c))
         except SystemExit as exc:     # cocotb-test raises SystemExit on failing cocotb tests
             error, results = str(exc) or type(exc).__name__, []
         build = build_dir(simulator, r, c, rounding, "" if dsp == "generic" else f"_{dsp}")
+        _keep_coverage(build, job.tag)
         junit = SIM_DIR / "junit"
         junit.mkdir(parents=True, exist_ok=True)
         for xml in build.glob("*results.xml"):
@@ -119,7 +142,9 @@ def run_job(job, *, seed, problems, max_dim, waves):
         compared, failures, tests = res["compared"], res["failures"], 1
     except (SystemExit, RuntimeError, ValueError) as exc:
         error, compared, failures, tests = str(exc) or type(exc).__name__, 0, 1, 0
-    for xml in build_dir("verilator", 8, 8, "double", f"_model_{name}").glob("*results.xml"):
+    build = build_dir("verilator", 8, 8, "double", f"_model_{name}")
+    _keep_coverage(build, job.tag)
+    for xml in build.glob("*results.xml"):
         (SIM_DIR / "junit").mkdir(parents=True, exist_ok=True)
         shutil.copy(xml, SIM_DIR / "junit" / f"{job.tag}.xml")
     return {"job": job.tag, "config": f"{name} x{steps}", "simulator": "verilator", "tests": tests,
@@ -171,6 +196,24 @@ def merge_junit(files, out):
             root.append(suite)
     ET.ElementTree(root).write(out, encoding="utf-8", xml_declaration=True)
     return out
+
+
+def report_coverage(stems, out_stem, require_all):
+    """Merge the coverage files ``stems`` (.yml and .xml each) into ``out_stem``.{yml,xml} and print
+    the table; return the problems (a file missing; with ``require_all``, the bins never hit)."""
+    problems = [f"no coverage file {s}.yml" for s in stems if not s.with_suffix(".yml").exists()]
+    stems = [s for s in stems if s.with_suffix(".yml").exists()]
+    if not stems:
+        return problems
+    yml = coverage.merge(stems, out_stem)
+    print()
+    print(f"functional coverage, {len(stems)} runs merged ({yml}, .xml):")
+    print("\n".join("  " + line for line in coverage.table(yml)))
+    missing = coverage.unhit(yml)
+    if require_all and missing:
+        problems.append(f"{len(missing)} coverage bins never hit: "
+                        + ", ".join(f"{g}.{p}={b}" for g, p, b in missing[:10]) + (" ..." if len(missing) > 10 else ""))
+    return problems
 
 
 def _order(rows):
@@ -237,6 +280,8 @@ def main(argv=None):
         shard_junits = [pathlib.Path(p).with_name(pathlib.Path(p).stem.replace("summary-", "junit-") + ".xml")
                         for p in args.merge]
         junit = merge_junit([j for j in shard_junits if j.exists()], SIM_DIR / "junit.xml")
+        problems += report_coverage([pathlib.Path(p).with_name(pathlib.Path(p).stem.replace("summary-", "coverage-"))
+                                     for p in args.merge], SIM_DIR / "coverage", require_all=True)
         for p in problems:
             print(f"error: {p}", file=sys.stderr)
         print(f"merged {len(args.merge)} summaries: {SIM_DIR / 'summary.json'}, {junit}")
@@ -299,7 +344,14 @@ def main(argv=None):
     name = "junit.xml" if not shard_spec else f"shards/junit-{shard_spec[0]}of{shard_spec[1]}.xml"
     junit = merge_junit([x for x in xmls if x.exists()], SIM_DIR / name)
     print(f"JUnit XML: {junit}   summary: {out}")
-    return 0 if all(_ok(r) for r in rows) else 1
+    # A shard or an --only run covers part of the model: only the whole run (or the merge) must hit every bin.
+    cov_out = (SIM_DIR / "coverage" if not shard_spec
+               else SIM_DIR / "shards" / f"coverage-{shard_spec[0]}of{shard_spec[1]}")
+    problems = report_coverage([SIM_DIR / "coverage" / r["job"] for r in rows], cov_out,
+                               require_all=not shard_spec and not args.only)
+    for p in problems:
+        print(f"error: {p}", file=sys.stderr)
+    return 0 if all(_ok(r) for r in rows) and not problems else 1
 
 
 if __name__ == "__main__":

@@ -27,10 +27,12 @@ def build_dir(simulator, rows, cols, rounding, tag_suffix=""):
 
 def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, pauses=True, waves=False,
            max_col_tiles=None, testcase=None, module="sim.tb_accelerator", extra_env=None, tag_suffix="",
-           dsp="generic"):
+           dsp="generic", long_k=False):
     """Export the configuration, run sim/tb_accelerator.py on it; return the per-test result dicts.
 
-    The per-channel tables are sized for the largest N the testbench generates (max_dim).
+    The per-channel tables are sized for the largest N the testbench generates (max_dim). The
+    functional coverage goes to <build>/coverage.yml and .xml (sim.coverage); ``long_k`` adds the
+    K = 2**17 + 1 GEMM whose accumulators wrap int32.
     """
     from cocotb_test.simulator import run
 
@@ -46,10 +48,13 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
         sources += [str(path) for path in write_ecp5_models(build)]
     results = build / "results.jsonl"
     results.unlink(missing_ok=True)
+    for suffix in (".yml", ".xml"):
+        (build / "coverage").with_suffix(suffix).unlink(missing_ok=True)
     env = {
         "TB_ROWS": str(rows), "TB_COLS": str(cols), "TB_ROUNDING": rounding, "TB_SEED": str(seed),
         "TB_PROBLEMS": str(problems), "TB_MAX_DIM": str(max_dim), "TB_PAUSES": "1" if pauses else "0",
         "TB_MAX_COL_TILES": str(max_col_tiles), "TB_RESULTS": str(results),
+        "TB_COVERAGE": str(build / "coverage"), "TB_LONG_K": "1" if long_k else "0",
         "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
         **(extra_env or {}),
     }

@@ -31,3 +31,69 @@ def random_problem(rng, m, k, n, rounding="double", bypass=False):
     return GemmProblem(lhs, rhs, bias, input_offset=int(rng.integers(-127, 129)), output_multiplier=mult,
                        output_shift=np.minimum(shift, 30), output_offset=int(rng.integers(-128, 128)),
                        act_min=lo, act_max=hi, rounding=rounding, bypass=bypass)
+
+
+def _requant_corners(rounding):
+    """(acc, multiplier, shift) triples that together hit every bin of the coverage model's
+    ``requantizer`` group (:func:`sim.coverage.classify`), found by searching candidates with that
+    classifier: shifts -31..30, zero and tiny multipliers, every rounding tie, the wraps."""
+    from .coverage import MODEL, classify
+
+    i32min, i32max = -(2**31), 2**31 - 1
+    accs = sorted({v for k in range(31) for v in (1 << k, -(1 << k), 3 << k, -(3 << k))
+                   if i32min <= v <= i32max} | {i32min, i32max})
+    mults = [2**30, 2**30 + 1, i32max] + ([i32min] if rounding == "double" else [])
+    triples = [(0, 2**30 + 12345, s) for s in range(-31, 31)]            # every shift
+    triples += [(1000, 0, 0), (1 << 20, 2**30, -25)]                    # multiplier zero, below 2^-20
+    triples += [(i32max, i32max, 30)]                                    # pre-shift / result wraps
+    point = "double_rdbpot_tie" if rounding == "double" else "single_tie"
+    wanted = set(MODEL["requantizer"][point])
+    for s in range(-31, 31):
+        for m in mults:
+            for acc in accs:
+                labels = classify(np.array([acc]), m, s, 0, -128, 127, rounding)[point] & wanted
+                if labels:
+                    wanted -= labels
+                    triples.append((acc, m, s))
+    assert not wanted, f"no stimulus found for {sorted(wanted)}"
+    if rounding == "double":
+        triples.append((i32min, i32min, 0))                              # SRDHM saturates
+    return triples
+
+
+def coverage_corners(rng, rows, cols, rounding, max_col_tiles):
+    """Directed GEMMs for the bins random stimulus does not reach (see sim.coverage): the requantizer
+    corners (one output channel each: zero activations, the accumulator set through the bias), the
+    output-offset wrap, the clamp, K = max(rows, cols), 1 < K < that, K >= 4096, the tables full."""
+    problems = []
+    triples = _requant_corners(rounding)
+    per = max_col_tiles * cols
+    for start in range(0, len(triples), per):
+        chunk = triples[start:start + per]
+        n = len(chunk)
+        acc, mult, shift = (np.array([t[i] for t in chunk], np.int64) for i in range(3))
+        problems.append(GemmProblem(
+            lhs=np.zeros((1, 1), np.int8), rhs=np.zeros((1, n), np.int8), bias=acc.astype(np.int32), input_offset=0,
+            output_multiplier=mult, output_shift=shift, output_offset=int(rng.integers(-128, 128)),
+            act_min=-20, act_max=20, rounding=rounding))
+    # the output offset wraps (scaled ~ 2**31 - 2, offset 127)
+    problems.append(GemmProblem(lhs=np.zeros((1, 1), np.int8), rhs=np.zeros((1, 1), np.int8),
+                                bias=np.array([2**31 - 1], np.int32), input_offset=0,
+                                output_multiplier=np.array([2**31 - 1]), output_shift=np.array([0]), output_offset=127,
+                                rounding=rounding))
+    big = max(rows, cols)
+    ks = [big, 4100] + ([2] if big > 2 else [])
+    problems += [random_problem(rng, rows, k, cols, rounding) for k in ks]
+    problems.append(random_problem(rng, rows, 1, max_col_tiles * cols, rounding))   # tables full
+    return problems
+
+
+def long_k_problem(rows, cols, rounding):
+    """K = 132105 steps of -128 x (+-127, by column): every raw accumulator passes 2**30 and wraps
+    int32 (+-(2**31 + 15240)), the one way to reach the array's accumulator limits with int8
+    activations and spec weights (-127..127)."""
+    k = 132105
+    sign = np.where(np.arange(cols) % 2 == 0, -1, 1)
+    return GemmProblem(lhs=np.full((rows, k), -128, np.int8), rhs=np.tile(127 * sign, (k, 1)).astype(np.int8),
+                       bias=np.zeros(cols, np.int32), input_offset=0, output_multiplier=np.full(cols, 2**30),
+                       output_shift=np.full(cols, -20), output_offset=0, rounding=rounding, bypass=False)

@@ -9,7 +9,9 @@ there too (in ReadOnly when a valid/ready input changed), deterministic on both 
 Configuration comes from the environment (set by tests/test_cocotb.py): ``TB_ROWS``,
 ``TB_COLS``, ``TB_ROUNDING``, ``TB_MAX_COL_TILES``, ``TB_SEED``, ``TB_PROBLEMS`` (number
 of random GEMMs), ``TB_MAX_DIM``, ``TB_PAUSES`` (1: random idle gaps and backpressure),
-``TB_RESULTS`` (JSON file for the summary).
+``TB_RESULTS`` (JSON file for the summary), ``TB_COVERAGE`` (path stem: functional coverage,
+:mod:`sim.coverage`, written to <stem>.yml and <stem>.xml after each test), ``TB_LONG_K`` (1: also
+the K = 2**17 + 1 GEMM whose accumulators wrap int32).
 """
 
 import json
@@ -21,8 +23,8 @@ from amaranth.hdl import Const
 from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
-from hw.accelerator import config_layout
-from sim import stimulus
+from hw.accelerator import Accelerator, config_layout
+from sim import coverage, stimulus
 from sim.host import GemmProblem
 
 ROWS = int(os.environ.get("TB_ROWS", "2"))
@@ -34,6 +36,8 @@ N_PROBLEMS = int(os.environ.get("TB_PROBLEMS", "4"))
 MAX_DIM = int(os.environ.get("TB_MAX_DIM", "20"))
 PAUSES = os.environ.get("TB_PAUSES", "1") == "1"
 RESULTS = os.environ.get("TB_RESULTS")
+COVERAGE = os.environ.get("TB_COVERAGE")
+LONG_K = os.environ.get("TB_LONG_K", "0") == "1"
 
 
 def pack(values, bits):
@@ -91,9 +95,12 @@ class StreamSource:
         return True
 
     def observe(self):
-        """Advance if the item is transferred at the coming edge (``ready`` must be settled)."""
+        """Advance if the item is transferred at the coming edge (``ready`` must be settled); return
+        the payload transferred, or None."""
         if self.driving and self.ready.value:
             self.pos += 1
+            return self.queue[self.pos - 1]
+        return None
 
     @property
     def idle(self):
@@ -156,21 +163,27 @@ class Scoreboard:
 
 
 class TB:
-    def __init__(self, dut, seed):
+    def __init__(self, dut, seed, pauses=PAUSES):
         self.dut = dut
         self.rng = np.random.default_rng(seed)
-        p_in, p_out = (0.25, 0.3) if PAUSES else (0.0, 0.0)
+        p_in, p_out = (0.25, 0.3) if pauses else (0.0, 0.0)
         self.act = StreamSource(dut, "act", pause_generator(self.rng, p_in))
         self.wts = StreamSource(dut, "wts", pause_generator(self.rng, p_in))
         self.cfg = StreamSource(dut, "cfg", pause_generator(self.rng, p_in))
         self.res = StreamSink(dut, "res", pause_generator(self.rng, p_out))
         self.scoreboard = Scoreboard(dut._log)
         self.cfg_layout = config_layout(COLS, MAX_COL_TILES)
+        self.monitor = coverage.Monitor(ROWS, COLS, ROUNDING, MAX_COL_TILES,
+                                        Accelerator.model(ROWS, COLS, ROUNDING, MAX_COL_TILES).min_tile_steps,
+                                        self.cfg_layout)
         self.cycles = 0
+        self.running = False  # a GEMM started and not all its results read
         cocotb.start_soon(Clock(dut.clk, 10, unit="ns").start())
 
     async def reset(self, cycles=3):
         await FallingEdge(self.dut.clk)
+        # a reset with steps still to send or results still to come
+        self.monitor.reset(mid_stream=self.running)
         self.dut.rst.value = 1
         for port in (self.act, self.wts, self.cfg, self.res):
             port.reset()
@@ -180,8 +193,10 @@ class TB:
 
     def load(self, problem):
         problem.check_fits(ROWS, COLS, MAX_COL_TILES)
-        for name, value in problem.layer_registers(ROWS, COLS).items():
+        registers = problem.layer_registers(ROWS, COLS)
+        for name, value in registers.items():
             getattr(self.dut, name).value = value
+        self.monitor.begin(registers)
         self.cfg.queue = [Const.cast(self.cfg_layout.const(
             {"addr": a, "lane": lane, "entry": {"bias": b, "multiplier": m, "shift": s}})).value
             for a, lane, b, m, s in problem.table_writes(ROWS, COLS)]
@@ -195,16 +210,19 @@ class TB:
         self.act.presented = self.wts.presented = None
         self.res.items = []
 
-    async def run(self, problem, label, max_cycles=None, stop_after=None):
-        """Program the tables, then stream the steps and collect every result row."""
+    async def run(self, problem, label, max_cycles=None, stop_after=None, res_hold=0):
+        """Program the tables, then stream the steps and collect every result row (``res`` held not
+        ready for the first ``res_hold`` cycles)."""
         self.load(problem)
-        # (a cycle before the first table write: the layer registers must be set two cycles
+        # (two cycles before the first table write: the layer registers must be set three cycles
         # before the first step, and a problem may need a single table write)
+        await FallingEdge(self.dut.clk)
         await FallingEdge(self.dut.clk)
         want_rows = problem.n_result_rows(ROWS, COLS)
         steps = len(self.act.queue)
         budget = max_cycles or 50 * (steps + want_rows + len(self.cfg.queue)) + 200
         first_in = None
+        self.running = True
         for cycle in range(budget):
             await FallingEdge(self.dut.clk)
             if stop_after is not None and cycle >= stop_after:
@@ -213,7 +231,13 @@ class TB:
             # readies depend combinationally on our valids and on res.ready, so when one of
             # those changes now, wait for ReadOnly before sampling them; otherwise sample at
             # once (one trigger per cycle at full rate).
-            changed = self.res.drive()
+            if cycle < res_hold:
+                changed = self.res.accepting is not False
+                if changed:
+                    self.res.ready.value = 0
+                    self.res.accepting = False
+            else:
+                changed = self.res.drive()
             self.res.observe()
             changed |= self.cfg.drive()
             tables_done = self.cfg.idle  # tables first, then the steps
@@ -221,16 +245,28 @@ class TB:
             changed |= self.wts.drive(tables_done)
             if changed:
                 await ReadOnly()
-            self.cfg.observe()
-            self.act.observe()
-            self.wts.observe()
+            monitor = self.monitor
+            word = self.cfg.observe()
+            if word is not None:
+                monitor.cfg(word)
+            a_pend, w_pend = tables_done and not self.act.idle, tables_done and not self.wts.idle
+            a_word, w_word = self.act.observe(), self.wts.observe()
+            if a_word is not None:
+                monitor.step(a_word, w_word, cycle)
+            # (res.valid read only when it matters: with the inputs done and res not ready)
+            draining = not a_pend and not w_pend and not self.res.accepting and bool(self.res.valid.value)
+            monitor.cycle((a_pend, self.act.driving, a_word is not None),
+                          (w_pend, self.wts.driving, w_word is not None), draining)
             self.cycles += 1
             if first_in is None and self.act.pos:
                 first_in = cycle
             if len(self.res.items) == want_rows:
                 # Cycles from the first input accepted to the last output, both included.
                 self.last_run_cycles = cycle - first_in + 1
+                self.running = False
                 await RisingEdge(self.dut.clk)
+                m, _, n = problem.shape
+                self.monitor.end(m, n)
                 return self.scoreboard.check(problem, self.res.items, label)
         raise AssertionError(f"{label}: timed out after {budget} cycles with {len(self.res.items)} of "
                              f"{want_rows} result rows (seed {SEED})")
@@ -268,6 +304,8 @@ def directed_problems(rng):
 
 
 def write_results(tb, name):
+    if COVERAGE:
+        coverage.export(COVERAGE)
     if RESULTS:
         with open(RESULTS, "a") as f:
             f.write(json.dumps({"test": name, "compared": tb.scoreboard.compared,
@@ -301,3 +339,27 @@ async def reset_mid_stream(dut):
     ok = await tb.run(random_problem(rng, ROWS + 1, 9, COLS + 1), "after reset")
     write_results(tb, "reset_mid_stream")
     assert ok, f"{tb.scoreboard.failures} outputs differ after a mid-stream reset (seed {SEED})"
+
+
+@cocotb.test()
+async def coverage_corners(dut):
+    """Directed GEMMs for the coverage bins random stimulus misses (sim.coverage), every output compared:
+    the requantizer's corners, K classes, the tables full, the output FIFO filled until credit holds
+    the inputs off, and with TB_LONG_K the K = 2**17 + 1 GEMM whose accumulators wrap int32."""
+    tb = TB(dut, SEED + 9, pauses=False)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 10)
+    ok = True
+    problems = stimulus.coverage_corners(rng, ROWS, COLS, ROUNDING, MAX_COL_TILES)
+    for i, p in enumerate(problems):
+        ok &= await tb.run(p, f"corner {i} M,K,N={p.shape}")
+    # res held not ready while K = 1 tiles arrive at full rate: the output FIFO fills and the credit
+    # check holds act/wts off until res is read again
+    depth = Accelerator.model(ROWS, COLS, ROUNDING, MAX_COL_TILES).fifo_depth
+    p = random_problem(rng, ROWS * (depth // ROWS + 4), 1, COLS)
+    ok &= await tb.run(p, f"output FIFO full M,K,N={p.shape}", res_hold=4 * depth + 50)
+    if LONG_K:
+        p = stimulus.long_k_problem(ROWS, COLS, ROUNDING)
+        ok &= await tb.run(p, f"accumulators wrap M,K,N={p.shape}")
+    write_results(tb, "coverage_corners")
+    assert ok, f"{tb.scoreboard.failures} of {tb.scoreboard.compared} outputs differ from golden (seed {SEED})"

@@ -23,8 +23,9 @@ import numpy as np
 from golden.tflite.inputs import model_inputs
 from golden.tflite.interpreter import Interpreter, compare_with_tflm
 from golden.tflite.runtimes import TflmModel
+from sim import coverage
 from sim.mapping import map_layer
-from sim.tb_accelerator import COLS, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
+from sim.tb_accelerator import COLS, COVERAGE, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
 
 MODEL = os.environ.get("TB_MODEL", "")
 STEPS = int(os.environ.get("TB_STEPS", "3"))
@@ -97,6 +98,8 @@ async def run_model(dut):
               "mismatches": mismatches, "final_outputs": final, "seconds": time.perf_counter() - t0,
               "compared": tb.scoreboard.compared, "failures": tb.scoreboard.failures + len(mismatches),
               "sim_cycles": tb.cycles}
+    if COVERAGE:
+        coverage.export(COVERAGE)
     if RESULTS:
         with open(RESULTS, "a") as f:
             f.write(json.dumps(result) + "\n")

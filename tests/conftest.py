@@ -17,8 +17,34 @@ def pytest_report_header(config):
     return f"random seed: SEED={SEED}"
 
 
+def _rtl_coverage(terminalreporter):
+    """Merge the functional coverage of this session's RTL runs and print its figure."""
+    stems = []
+    for key in ("passed", "failed"):
+        for rep in terminalreporter.stats.get(key, []):
+            stems += [v for name, v in getattr(rep, "user_properties", ()) if name == "rtl_coverage"]
+    if not stems:
+        return
+    import pathlib
+
+    from sim import coverage
+    from sim.runner import ROOT
+
+    stems = [pathlib.Path(s) for s in stems if pathlib.Path(s).with_suffix(".yml").exists()]
+    if not stems:
+        return
+    yml = coverage.merge(stems, ROOT / "build" / "sim" / "test-coverage")
+    hit, total = coverage.totals(yml)
+    tr = terminalreporter
+    tr.section("RTL functional coverage of this run (make sim merges every configuration)")
+    for line in coverage.table(yml):
+        tr.write_line(line)
+    tr.write_line(f"{hit} of {total} bins hit ({100 * hit / total:.1f}%) by {len(stems)} RTL runs: {yml}")
+
+
 def pytest_terminal_summary(terminalreporter):
-    """Print how many cases and elements each cross-check compared and matched."""
+    """Print how many cases and elements each cross-check compared and matched, and the RTL coverage."""
+    _rtl_coverage(terminalreporter)
     rows = []
     for key in ("passed", "failed"):
         for rep in terminalreporter.stats.get(key, []):

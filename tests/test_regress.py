@@ -65,3 +65,75 @@ def test_the_pool_runs_every_job_reports_failures_and_writes_the_summary(monkeyp
     second = [j.tag for j in regress.shard([j for j in regress.all_jobs() if "2x3" in j.tag], 2, 2)]
     assert regress.main(["--only", "2x3", "--shard", "2/2", "--jobs", "1"]) == int("icarus_2x3_single" in second)
     assert (tmp_path / "shards" / "summary-2of2.json").exists()
+
+
+def _coverage_file(stem, labels):
+    """A job's coverage file as the testbench writes it, with ``labels`` {(group, point): bins} hit."""
+    from cocotb_coverage.coverage import coverage_db
+
+    from sim import coverage
+
+    for item in coverage_db.values():      # a fresh database: zero every bin of the process-wide one
+        if hasattr(item, "_hits"):
+            for b in item._hits:
+                item._hits[b] = 0
+            item._coverage = 0
+    for (group, point), bins in labels.items():
+        coverage.sample(group, point, bins)
+    coverage.export(stem)
+
+
+def test_coverage_is_merged_and_a_full_run_fails_on_a_bin_never_hit(monkeypatch, tmp_path, capsys):
+    from sim import coverage
+
+    monkeypatch.setattr(regress, "SIM_DIR", tmp_path)
+    every = {(g, p): bins for g, pts in coverage.MODEL.items() for p, bins in pts.items()}
+    jobs = [j.tag for j in regress.all_jobs() if "2x3" in j.tag]
+    # the first job hits everything but one shift, the others nothing but that shift: merged, all hit
+    split = {jobs[0]: {k: [b for b in v if b != 7] for k, v in every.items()},
+             jobs[1]: {("requantizer", "shift"): [7]}}
+
+    def fake_spawn(job, args, seed, waves):
+        _coverage_file(tmp_path / "coverage" / job.tag, split.get(job.tag, {}))
+        return _row(job.tag)
+
+    monkeypatch.setattr(regress, "_spawn", fake_spawn)
+    assert regress.main(["--only", "2x3", "--jobs", "1"]) == 0      # --only: bins not required, all hit anyway
+    assert coverage.unhit(tmp_path / "coverage.yml") == []
+    out = capsys.readouterr().out
+    assert "functional coverage, 4 runs merged" in out
+    assert "(100.0%)" in out
+    # without the job that hits shift 7, the merge misses that bin and a merge of shards fails on it
+    del split[jobs[1]]
+    for i in (1, 2):
+        assert regress.main(["--only", "2x3", "--shard", f"{i}/2", "--jobs", "1"]) == 0   # a shard never fails on bins
+    shards = sorted(str(p) for p in (tmp_path / "shards").glob("summary-*.json"))
+    assert regress.main(["--merge", *shards]) == 1
+    err = capsys.readouterr().err
+    assert "1 coverage bins never hit: requantizer.shift=7" in err
+    assert coverage.unhit(tmp_path / "coverage.yml") == [("requantizer", "shift", 7)]
+
+
+def test_coverage_classifier_finds_each_requantizer_corner():
+    """The classifier the coverage model samples with, on hand-computed elements."""
+    from sim.coverage import classify
+
+    i32min, i32max = -(2**31), 2**31 - 1
+    # double: SRDHM(2**31 - 1, 2**30) = 2**30 (a product just below 2**61, rounded up), an exact tie at >> 31
+    assert classify([i32max], 2**30, -31, 0, -128, 127, "double")["double_rdbpot_tie"] == {"pos>>31"}
+    assert classify([-6], 2**30, -1, 0, -128, 127, "double")["double_rdbpot_tie"] == {"neg>>1"}   # -3 / 2
+    assert classify([-4], 2**30, -1, 0, -128, 127, "double")["double_rdbpot_tie"] == set()        # -2 / 2
+    assert classify([i32min], i32min, 0, 0, -128, 127, "double")["double_srdhm"] == {"saturates"}
+    assert classify([2**30], 2**30, 2, 0, -128, 127, "double")["double_pre_shift"] == {"wraps"}
+    assert classify([2**29 - 1], 2**30, 1, 0, -128, 127, "double")["double_pre_shift"] == set()
+    # single: (acc * m + 2**(30 - s)) >> (31 - s): 3 * 2**30 / 2**32 = 0.75, 2 * 2**30 / 2**32 = 0.5 (a tie)
+    assert classify([2], 2**30, -1, 0, -128, 127, "single")["single_tie"] == {"pos@-1"}
+    assert classify([3], 2**30, -1, 0, -128, 127, "single")["single_tie"] == set()
+    assert classify([i32max], i32max, 30, 0, -128, 127, "single")["single_result"] == {"wraps"}
+    hits = classify([i32max], i32max, 0, 127, -10, 10, "double")
+    assert hits["output_offset"] == {"wraps"}
+    assert hits["clamp"] == {"low"}
+    # (a normalized mantissa with a large right shift is both in [2^30, 2^31) and below 2^-20 as a real)
+    assert classify([0, 1 << 20], [0, 2**30], [0, -25], 0, -128, 127, "double")["multiplier"] == {
+        "zero", "below 2^-20", "[2^30, 2^31)"}
+    assert classify([5], 2**30, -19, 0, -128, 127, "double")["multiplier"] == {"[2^30, 2^31)"}
