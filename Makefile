@@ -43,7 +43,7 @@ PER_OP ?= 30
 CONFORMANCE_PACK := build/conformance/int8-conformance-v1
 
 .PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo \
-	conformance conformance-rtl formal clean
+	conformance conformance-rtl formal mutate clean
 
 help:
 	@echo "make install       create .venv, install the project + dev tools and missing Debian packages, fetch the MLPerf Tiny models"
@@ -62,6 +62,7 @@ help:
 	@echo "make conformance   write the conformance pack (PER_OP=30, checked against TFLM) and check golden on it"
 	@echo "make conformance-rtl  the pack's FC/CONV/DW cases on the RTL (ROUNDING=double|single): report + verdict"
 	@echo "make formal        prove the requantizer against the golden arithmetic (SymbiYosys + Boolector, z3)"
+	@echo "make mutate        mutation testing of hw/ against make test's RTL tests (JOBS, MUTATE_FILES): build/mutate/report.md"
 	@echo "make clean         remove build/ and caches (keeps .venv)"
 
 install: $(STAMP)
@@ -125,6 +126,9 @@ conformance-rtl: $(STAMP)
 
 formal: $(STAMP)
 	$(PY) -m formal --jobs $(JOBS)
+
+mutate: $(STAMP)
+	$(PY) -m mutate --jobs $(JOBS) $(if $(MUTATE_FILES),--files $(MUTATE_FILES))
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

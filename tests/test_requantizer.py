@@ -70,6 +70,8 @@ def run_requantizer(vectors, cfg, rounding, seed, p_idle=0.3, p_ready=0.7):
     out = []
     cycles = [0]
     rng = np.random.default_rng(seed)
+    # (a stuck pipeline fails instead of hanging: every element may wait ~1/(1-p_idle) and 1/p_ready)
+    budget = 20 * n + 200
 
     async def producer(ctx):
         for name in ("output_offset", "act_min", "act_max", "bypass"):
@@ -81,11 +83,18 @@ def run_requantizer(vectors, cfg, rounding, seed, p_idle=0.3, p_ready=0.7):
             for k in ("acc", "bias", "multiplier", "shift"):
                 ctx.set(getattr(dut.i.payload, k), int(vectors[k][i]))
             ctx.set(dut.i.valid, 1)
-            await ctx.tick().until(dut.i.ready)
+            for _ in range(budget):
+                _, _, ready = await ctx.tick().sample(dut.i.ready)
+                if ready:
+                    break
+            else:
+                raise AssertionError(f"input {i} not accepted within {budget} cycles (seed {seed})")
         ctx.set(dut.i.valid, 0)
 
     async def consumer(ctx):
         while len(out) < n:
+            if cycles[0] > budget:
+                raise AssertionError(f"timed out after {budget} cycles with {len(out)} of {n} outputs (seed {seed})")
             ready = bool(rng.random() < p_ready)
             ctx.set(dut.o.ready, ready)
             _, _, valid, payload = await ctx.tick().sample(dut.o.valid, dut.o.payload)

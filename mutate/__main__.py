@@ -1,0 +1,352 @@
+"""`make mutate`: mutation testing of the RTL sources against the tests `make test` runs.
+
+    python -m mutate [--files hw/requantizer.py ...] [--jobs N] [--only TEXT] [--limit N] [--timeout S]
+
+Every mutant of the files (:mod:`mutate.operators`) goes through, in a worker with its own
+copy of the repository (build/mutate/work/<n>/, the mutated file written into it):
+
+1. ``fast``: a quick subset of `make test`'s RTL tests (:data:`FAST`), stopping at the first
+   failure; a failing run kills the mutant (a mutant that does not elaborate fails here too);
+2. ``netlist``: the RTLIL of every configuration in :data:`CONFIGS`, source locations removed,
+   compared with the unmutated design's: identical for all of them means the change does not
+   reach the hardware, and the mutant is counted equivalent (automatically, the argument
+   being the identity itself);
+3. ``full``: the rest of `make test`'s RTL tests (:data:`FULL`), both simulators included.
+
+A mutant still alive is *listed* equivalent when ``mutate/equivalent.toml`` gives its id with the
+argument why no behaviour at the ports changes, else it *survived*. A worker that makes no
+progress for ``--timeout`` seconds is killed and its mutant counted *timeout*, not killed (only a
+failure the test run reports counts). Writes build/mutate/report.json and report.md (per file:
+generated, killed, equivalent, survived, timeouts, the score killed / (generated - equivalent),
+every survivor with its diff) and prints the table. Exit status 1 if a non-equivalent mutant
+survived.
+"""
+
+import argparse
+import collections
+import concurrent.futures
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import threading
+import time
+
+import tomllib
+
+from .operators import mutants
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+OUT = ROOT / "build" / "mutate"
+EQUIVALENT = ROOT / "mutate" / "equivalent.toml"
+FILES = ["hw/requantizer.py", "hw/array.py", "hw/accelerator.py"]
+# The tests each stage runs, by mutated file (all of them run by `make test`). A mutant of the
+# array or the top cannot change the Requantizer alone, so its tests run only for that file.
+_REQUANT_FAST = ["tests/test_requantizer.py::test_requantizer_directed",
+                 "tests/test_requantizer.py::test_requantizer_full_rate_without_stalls"]
+FAST = {"hw/requantizer.py": [*_REQUANT_FAST, "tests/test_accelerator.py"]}
+FULL = {"hw/requantizer.py": ["tests/test_export.py", "tests/test_cocotb.py", "tests/test_requantizer.py"]}
+FAST_DEFAULT = ["tests/test_accelerator.py"]
+FULL_DEFAULT = ["tests/test_export.py", "tests/test_cocotb.py"]
+
+
+def stage_tests(file):
+    """(fast, full) test lists for a mutant of ``file``."""
+    return FAST.get(file, FAST_DEFAULT), FULL.get(file, FULL_DEFAULT)
+# (what the netlist stage elaborates: both roundings, both DSP kinds, both RAM styles, one and
+# several table banks, square and non-square arrays)
+CONFIGS = [
+    ("Requantizer", {"rounding": "double"}), ("Requantizer", {"rounding": "single"}),
+    ("Requantizer", {"rounding": "double", "dsp": "ecp5"}),
+    ("Accelerator", {"rows": 1, "cols": 1, "rounding": "double", "max_col_tiles": 4}),
+    ("Accelerator", {"rows": 2, "cols": 3, "rounding": "single", "max_col_tiles": 20}),
+    ("Accelerator", {"rows": 3, "cols": 2, "rounding": "double", "max_col_tiles": 8, "ram": "block"}),
+    ("Accelerator", {"rows": 2, "cols": 2, "rounding": "double", "max_col_tiles": 4, "dsp": "ecp5"}),
+    ("Accelerator", {"rows": 4, "cols": 5, "rounding": "single", "max_col_tiles": 40}),
+]
+COPY = ["hw", "sim", "golden", "tests", "formal", "mutate", "pyproject.toml"]
+BATCH = 25
+
+
+# ---------------------------------------------------------------- worker (one process per job slot)
+
+def _purge():
+    for name in list(sys.modules):
+        if name.split(".")[0] in ("hw", "sim", "formal", "tests", "conftest") or name.startswith("test_"):
+            del sys.modules[name]
+
+
+def _netlist():
+    """A digest of every configuration's RTLIL (source locations removed)."""
+    import warnings
+
+    from amaranth.back import rtlil
+
+    _purge()
+    from hw.accelerator import Accelerator
+    from hw.requantizer import Requantizer
+
+    classes = {"Accelerator": Accelerator, "Requantizer": Requantizer}
+    h = hashlib.sha256()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for cls, kw in CONFIGS:
+            text = rtlil.convert(classes[cls](**kw))
+            h.update(re.sub(r"attribute \\src \"[^\"]*\"\n", "", text).encode())
+    return h.hexdigest()
+
+
+def _pytest(args, log):
+    import pytest
+
+    _purge()
+    with open(log, "a") as f:
+        f.write(f"\n==== pytest {' '.join(args)}\n")
+        f.flush()
+        old = os.dup(1), os.dup(2)
+        os.dup2(f.fileno(), 1)
+        os.dup2(f.fileno(), 2)
+        try:
+            rc = pytest.main([*args, "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow"])
+        finally:
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(old[0], 1)
+            os.dup2(old[1], 2)
+    return int(rc)
+
+
+def worker(work, results):
+    """Read mutants (JSON lines on stdin), test each in ``work`` (a copy of the repository), append
+    START and result lines to ``results``."""
+    work = pathlib.Path(work)
+    os.chdir(work)
+    sys.path.insert(0, str(work))
+    log = work / "worker.log"
+    original = _netlist()
+    out = open(results, "a", buffering=1)  # noqa: SIM115 (kept open for the worker's life)
+    for line in sys.stdin:
+        mut = json.loads(line)
+        path = work / mut["file"]
+        pristine = path.read_text()
+        out.write(json.dumps({"start": mut["id"], "t": time.time()}) + "\n")
+        t0 = time.monotonic()
+        try:
+            path.write_text(mut["source"])
+            status, stage = "survived", None
+            fast, full = stage_tests(mut["file"])
+            if _pytest(fast, log):
+                status, stage = "killed", "fast"
+            else:
+                try:
+                    same = _netlist() == original
+                except Exception:
+                    same = False
+                if same:
+                    status, stage = "equivalent", "netlist"
+                elif _pytest(full, log):
+                    status, stage = "killed", "full"
+        finally:
+            path.write_text(pristine)
+        out.write(json.dumps({"id": mut["id"], "status": status, "stage": stage,
+                              "seconds": round(time.monotonic() - t0, 1)}) + "\n")
+    return 0
+
+
+# ---------------------------------------------------------------- harness
+
+def _make_copy(n):
+    work = OUT / "work" / str(n)
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    for name in COPY:
+        src = ROOT / name
+        if src.is_dir():
+            shutil.copytree(src, work / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy(src, work / name)
+    return work
+
+
+def _run_slot(n, queue, lock, done, timeout, progress):
+    """One job slot: a worker process fed mutants from ``queue``; restarted after a timeout."""
+    work = _make_copy(n)
+    results = work / "results.jsonl"
+    while True:
+        with lock:   # a batch per worker process (it pays the imports and the reference netlist once)
+            batch = [queue.popleft() for _ in range(min(BATCH, len(queue)))]
+        if not batch:
+            return
+        results.write_text("")
+        env = {**os.environ, "PYTHONPATH": str(work)}
+        with open(work / "worker.stdout", "a") as log:
+            proc = subprocess.Popen([sys.executable, "-m", "mutate", "--worker", str(work), "--results", str(results)],
+                                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, text=True,
+                                    cwd=work, env=env)
+            for mut in batch:
+                proc.stdin.write(json.dumps({"id": mut.id, "file": mut.file, "source": mut.source}) + "\n")
+            proc.stdin.close()
+        pending = {m.id: m for m in batch}
+        seen, current, since = 0, None, time.monotonic()
+        while True:
+            lines = results.read_text().splitlines()
+            for line in lines[seen:]:
+                rec = json.loads(line)
+                if "start" in rec:
+                    current, since = rec["start"], time.monotonic()
+                else:
+                    pending.pop(rec["id"], None)
+                    done(rec)
+                    progress()
+                    current = None
+            seen = len(lines)
+            if proc.poll() is not None and not pending:
+                break
+            if proc.poll() is not None or (current and time.monotonic() - since > timeout):
+                proc.kill()
+                proc.wait()
+                if current and current in pending:
+                    pending.pop(current)
+                    done({"id": current, "status": "timeout", "stage": None,
+                          "seconds": round(time.monotonic() - since, 1)})
+                    progress()
+                with lock:
+                    for mut in reversed(batch):
+                        if mut.id in pending:
+                            queue.appendleft(mut)
+                break
+            time.sleep(0.5)
+
+
+def _equivalents():
+    if not EQUIVALENT.exists():
+        return {}
+    doc = tomllib.loads(EQUIVALENT.read_text())
+    return {e["id"]: e["reason"] for e in doc.get("equivalent", [])}
+
+
+def _report(all_mutants, records, listed, files, wall, jobs):
+    """``all_mutants``: every mutant of ``files`` (the run may have tested some of them)."""
+    by_id = {m.id: m for m in all_mutants}
+    rows = collections.OrderedDict((f, collections.Counter()) for f in files)
+    survivors = []
+    unknown_listed = sorted(i for i in listed if i not in by_id and i.split("::")[0] in files)
+    for mid, rec in records.items():
+        mut = by_id[mid]
+        status = rec["status"]
+        if status in ("survived", "timeout") and mid in listed:
+            status = "listed equivalent"
+        rec["final"] = status
+        c = rows[mut.file]
+        c["generated"] += 1
+        c[{"killed": "killed", "equivalent": "equivalent (netlist)", "listed equivalent": "equivalent (listed)",
+           "survived": "survived", "timeout": "timeout"}[status]] += 1
+        if status in ("survived", "timeout"):
+            survivors.append((mut, status))
+    total = collections.Counter()
+    for c in rows.values():
+        total.update(c)
+    rows["total"] = total
+
+    def score(c):
+        eq = c["equivalent (netlist)"] + c["equivalent (listed)"]
+        live = c["generated"] - eq
+        return 100.0 * c["killed"] / live if live else 100.0
+
+    cols = ["generated", "killed", "equivalent (netlist)", "equivalent (listed)", "survived", "timeout"]
+    lines = [f"{'file':<20} " + " ".join(f"{c:>20}" for c in cols) + f" {'score':>8}"]
+    for f, c in rows.items():
+        lines.append(f"{f:<20} " + " ".join(f"{c[k]:>20}" for k in cols) + f" {score(c):>7.1f}%")
+    OUT.mkdir(parents=True, exist_ok=True)
+    doc = {"files": files, "jobs": jobs, "wall_seconds": round(wall, 1),
+           "tests": {f: dict(zip(("fast", "full"), stage_tests(f), strict=True)) for f in files},
+           "netlist_configs": [f"{c}({kw})" for c, kw in CONFIGS],
+           "table": {f: {**{k: c[k] for k in cols}, "score": round(score(c), 2)} for f, c in rows.items()},
+           "survivors": [{"id": m.id, "status": s, "diff": m.diff()} for m, s in survivors],
+           "listed_but_not_generated": unknown_listed,
+           "mutants": [{"id": mid, "file": by_id[mid].file, "line": by_id[mid].line, "operator": by_id[mid].operator,
+                        "before": by_id[mid].before, "after": by_id[mid].after, **rec} for mid, rec in records.items()]}
+    (OUT / "report.json").write_text(json.dumps(doc, indent=1) + "\n")
+    md = ["# Mutation testing of the RTL", "",
+          f"{len(records)} mutants, {jobs} workers, {wall / 60:.1f} min; netlist identity over {len(CONFIGS)} "
+          "configurations. Tests per file (fast stage, then full stage):", "",
+          *[f"- {f}: {', '.join(stage_tests(f)[0])}; then {', '.join(stage_tests(f)[1])}" for f in files], "",
+          "| file | " + " | ".join(cols) + " | score |", "|---|" + "---:|" * (len(cols) + 1)]
+    for f, c in rows.items():
+        md.append(f"| {f} | " + " | ".join(str(c[k]) for k in cols) + f" | {score(c):.1f}% |")
+    md += ["", f"## Survivors ({len(survivors)})", ""]
+    md += [f"- `{m.id}` ({s}): `{m.diff()}`" for m, s in survivors] or ["(none)"]
+    if unknown_listed:
+        md += ["", "## Listed in mutate/equivalent.toml but not generated (stale entries)", ""]
+        md += [f"- `{i}`" for i in unknown_listed]
+    (OUT / "report.md").write_text("\n".join(md) + "\n")
+    return lines, survivors, unknown_listed
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--files", nargs="+", default=FILES)
+    parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or os.cpu_count() or 1))
+    parser.add_argument("--only", default="", help="only the mutants whose id contains this text")
+    parser.add_argument("--limit", type=int, default=0, help="at most this many mutants (a trial run)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds a mutant may take")
+    parser.add_argument("--list", action="store_true", help="print the mutants' ids and exit")
+    parser.add_argument("--worker", help=argparse.SUPPRESS)
+    parser.add_argument("--results", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.worker:
+        return worker(args.worker, args.results)
+    all_mutants = []
+    for f in args.files:
+        if not (ROOT / f).is_file():
+            parser.error(f"no file {f}")
+        all_mutants += mutants(ROOT / f, ROOT)
+    selected = [m for m in all_mutants if args.only in m.id]
+    if args.limit:
+        selected = selected[:args.limit]
+    if args.list:
+        print("\n".join(m.id for m in selected))
+        return 0
+    if not selected:
+        print(f"error: no mutant matches --only {args.only!r}", file=sys.stderr)
+        return 1
+    jobs = max(1, min(args.jobs, len(selected)))
+    print(f"make mutate: {len(selected)} mutants of {', '.join(args.files)}, {jobs} workers; logs in "
+          f"{OUT / 'work'}/<n>/worker.log", flush=True)
+    queue = collections.deque(selected)
+    lock = threading.Lock()
+    records = {}
+    t0 = time.monotonic()
+
+    def done(rec):
+        with lock:
+            records[rec["id"]] = {k: v for k, v in rec.items() if k != "id"}
+
+    def progress():
+        n = len(records)
+        if n % 10 == 0 or n == len(selected):
+            c = collections.Counter(r["status"] for r in records.values())
+            print(f"[{n}/{len(selected)}] " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
+                  + f" ({time.monotonic() - t0:.0f} s)", flush=True)
+
+    with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
+        for fut in [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress) for n in range(jobs)]:
+            fut.result()
+    wall = time.monotonic() - t0
+    lines, survivors, stale = _report(all_mutants, records, _equivalents(), args.files, wall, jobs)
+    print("\n".join(lines))
+    print(f"wall time {wall / 60:.1f} min with {jobs} workers; report: {OUT / 'report.md'}, {OUT / 'report.json'}")
+    for m, s in survivors:
+        print(f"{s}: {m.id}\n    {m.diff()}")
+    for mid in stale:
+        print(f"error: mutate/equivalent.toml lists {mid!r}, which is not generated any more", file=sys.stderr)
+    return 1 if survivors or stale else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

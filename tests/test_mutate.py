@@ -1,0 +1,77 @@
+"""The mutant generator and the mutation report (`make mutate`), without running the tests on mutants."""
+
+import collections
+import json
+
+import pytest
+
+from mutate import __main__ as mutate_main
+from mutate.operators import OPERATORS, mutants
+
+ROOT = mutate_main.ROOT
+
+
+@pytest.mark.parametrize("file", mutate_main.FILES)
+def test_every_operator_mutates_each_file_and_every_mutant_is_python(file):
+    muts = mutants(ROOT / file, ROOT)
+    ops = collections.Counter(m.operator for m in muts)
+    assert set(ops) <= set(OPERATORS)
+    assert {"binop", "constant", "drop", "invert", "mux"} <= set(ops), ops
+    ids = [m.id for m in muts]
+    assert len(ids) == len(set(ids))                 # ids are unique
+    original = (ROOT / file).read_text()
+    assert all(m.source != original for m in muts)   # every mutant changes the file
+    assert all(m.id.startswith(f"{file}::") for m in muts)
+
+
+def test_mutants_leave_refusals_strings_and_docstrings_alone(tmp_path):
+    src = tmp_path / "hw.py"
+    src.write_text('''"""doc"""
+from amaranth import Module, Mux, Signal
+
+
+class Thing:
+    def __init__(self, width):
+        if width < 1:
+            raise ValueError(f"width {width + 1}")
+
+    def elaborate(self, platform):
+        """Docstring 7."""
+        m = Module()
+        a, b = Signal(8, name="a"), Signal(8)
+        m.d.sync += [a.eq(b + 1), b.eq(Mux(a[0:4] == 3, a, ~b))]
+        assert platform is None or 2
+        return m
+''')
+    muts = mutants(src, tmp_path)
+    afters = {(m.operator, m.before, m.after) for m in muts}
+    assert ("binop", "b + 1", "(b - 1)") in afters
+    assert ("mux", "Mux(a[0:4] == 3, a, ~b)", "Mux(a[0:4] == 3, ~b, a)") in afters
+    assert ("slice", "a[0:4]", "a[0:4 - 1]") in afters
+    assert ("compare", "a[0:4] == 3", "(a[0:4] != 3)") in afters
+    assert ("invert", "~b", "(b)") in afters
+    assert ("drop", "m.d.sync += [a.eq(b + 1), b.eq(Mux(a[0:4] == 3, a, ~b))]", "pass") in afters
+    assert ("drop", "[a.eq(b + 1), b.eq(Mux(a[0:4] == 3, a, ~b))]", "[b.eq(Mux(a[0:4] == 3, a, ~b))]") in afters
+    # __init__ (refusals), the docstrings, the assert and the signal's width-free name are not mutated
+    assert {m.line for m in muts} == {13, 14}
+    assert ("constant", "8", "9") in afters          # a width is
+
+
+def test_report_scores_listed_equivalents_and_flags_stale_entries(monkeypatch, tmp_path):
+    monkeypatch.setattr(mutate_main, "OUT", tmp_path)
+    muts = mutants(ROOT / "hw/array.py", ROOT)[:5]
+    records = {muts[0].id: {"status": "killed", "stage": "fast", "seconds": 1.0},
+               muts[1].id: {"status": "killed", "stage": "full", "seconds": 1.0},
+               muts[2].id: {"status": "equivalent", "stage": "netlist", "seconds": 1.0},
+               muts[3].id: {"status": "survived", "stage": None, "seconds": 1.0},
+               muts[4].id: {"status": "survived", "stage": None, "seconds": 1.0}}
+    listed = {muts[4].id: "argued", "hw/array.py::gone::constant::1 -> 2#0": "stale", "hw/other.py::x": "elsewhere"}
+    lines, survivors, stale = mutate_main._report(muts, records, listed, ["hw/array.py"], 60.0, 2)
+    assert [m.id for m, _ in survivors] == [muts[3].id]
+    assert stale == ["hw/array.py::gone::constant::1 -> 2#0"]
+    doc = json.loads((tmp_path / "report.json").read_text())
+    row = doc["table"]["hw/array.py"]
+    assert (row["generated"], row["killed"], row["equivalent (netlist)"], row["equivalent (listed)"],
+            row["survived"]) == (5, 2, 1, 1, 1)
+    assert row["score"] == pytest.approx(100 * 2 / 3, abs=0.01)
+    assert muts[3].id in (tmp_path / "report.md").read_text()
