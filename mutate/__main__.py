@@ -223,11 +223,21 @@ def _run_slot(n, queue, lock, done, timeout, progress):
             time.sleep(0.5)
 
 
-def _equivalents():
-    if not EQUIVALENT.exists():
+def _equivalents(path=None):
+    """{mutant id: the argument} from mutate/equivalent.toml: ``[[equivalent]]`` tables with ``id``
+    (one mutant) or ``ids`` (several sharing one argument) and ``reason``."""
+    path = path or EQUIVALENT
+    if not path.exists():
         return {}
-    doc = tomllib.loads(EQUIVALENT.read_text())
-    return {e["id"]: e["reason"] for e in doc.get("equivalent", [])}
+    doc = tomllib.loads(path.read_text())
+    out = {}
+    for entry in doc.get("equivalent", []):
+        reason = entry.get("reason", "").strip()
+        ids = [entry["id"]] if "id" in entry else entry.get("ids", [])
+        if not reason or not ids:
+            raise ValueError(f"{path}: every [[equivalent]] entry needs an id (or ids) and a reason: {entry}")
+        out.update(dict.fromkeys(ids, reason))
+    return out
 
 
 def _report(all_mutants, records, listed, files, wall, jobs):

@@ -75,3 +75,14 @@ def test_report_scores_listed_equivalents_and_flags_stale_entries(monkeypatch, t
             row["survived"]) == (5, 2, 1, 1, 1)
     assert row["score"] == pytest.approx(100 * 2 / 3, abs=0.01)
     assert muts[3].id in (tmp_path / "report.md").read_text()
+
+
+def test_the_equivalence_list_reads_groups_and_refuses_an_entry_without_its_argument(tmp_path):
+    good = tmp_path / "eq.toml"
+    good.write_text('[[equivalent]]\nid = "a"\nreason = "r1"\n\n[[equivalent]]\nids = ["b", "c"]\nreason = "r2"\n')
+    assert mutate_main._equivalents(good) == {"a": "r1", "b": "r2", "c": "r2"}
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[[equivalent]]\nid = "a"\n')
+    with pytest.raises(ValueError, match="needs an id"):
+        mutate_main._equivalents(bad)
+    assert isinstance(mutate_main._equivalents(), dict)          # the checked-in list parses
