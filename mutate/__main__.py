@@ -126,6 +126,9 @@ def worker(work, results):
     work = pathlib.Path(work)
     os.chdir(work)
     sys.path.insert(0, str(work))
+    # No bytecode: a .pyc is validated by the source's size and mtime in whole seconds, and a mutant
+    # of the same size written within the second of the previous one would run the previous code.
+    sys.dont_write_bytecode = True
     log = work / "worker.log"
     original = _netlist()
     out = open(results, "a", buffering=1)  # noqa: SIM115 (kept open for the worker's life)
@@ -136,6 +139,8 @@ def worker(work, results):
         out.write(json.dumps({"start": mut["id"], "t": time.time()}) + "\n")
         t0 = time.monotonic()
         try:
+            for cache in (work / "hw").rglob("__pycache__"):
+                shutil.rmtree(cache)
             path.write_text(mut["source"])
             status, stage = "survived", None
             fast, full = stage_tests(mut["file"])
@@ -183,7 +188,7 @@ def _run_slot(n, queue, lock, done, timeout, progress):
         if not batch:
             return
         results.write_text("")
-        env = {**os.environ, "PYTHONPATH": str(work)}
+        env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
         with open(work / "worker.stdout", "a") as log:
             proc = subprocess.Popen([sys.executable, "-m", "mutate", "--worker", str(work), "--results", str(results)],
                                     stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, text=True,
