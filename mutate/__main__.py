@@ -100,7 +100,23 @@ def _netlist():
     return h.hexdigest()
 
 
-def _pytest(args, log):
+# Failures of the machine, not of the mutant: the stage is run again (twice at most).
+_INFRASTRUCTURE = ("Text file busy",)
+
+
+def _pytest(args, log, retries=2):
+    """Run pytest on ``args`` in this process; its exit status (non-zero: a test failed)."""
+    start = log.stat().st_size if log.exists() else 0
+    rc = _pytest_once(args, log)
+    text = log.read_text(errors="replace")[start:] if rc else ""
+    if rc and retries and any(s in text for s in _INFRASTRUCTURE):
+        with open(log, "a") as f:
+            f.write("\n==== an infrastructure error, not the mutant: run again\n")
+        return _pytest(args, log, retries - 1)
+    return rc
+
+
+def _pytest_once(args, log):
     import pytest
 
     _purge()
