@@ -22,8 +22,8 @@ CONFIGS = [  # (simulator, rows, cols, rounding, dsp); Icarus first: `make mutat
 
 @pytest.mark.parametrize(("simulator", "rows", "cols", "rounding", "dsp"), CONFIGS)
 def test_rtl(simulator, rows, cols, rounding, dsp, seed, record_property):
-    # (the K = 2**17 + 1 GEMM, accumulators wrapping int32, on one configuration: ~5 s on Verilator)
-    long_k = (simulator, rows, cols, rounding) == ("verilator", 2, 3, "double")
+    # (the K = 132 105 GEMM, accumulators wrapping int32: ~15 s on Icarus 1x1, ~5 s on Verilator 2x3)
+    long_k = (simulator, rows, cols, rounding) in (("icarus", 1, 1, "double"), ("verilator", 2, 3, "double"))
     results = run_tb(simulator, rows, cols, rounding, seed=seed, problems=3, max_dim=12, dsp=dsp, long_k=long_k)
     assert {r["test"] for r in results} == {"random_gemms", "reset_mid_stream", "coverage_corners"}
     compared = sum(r["compared"] for r in results)
