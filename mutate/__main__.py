@@ -51,7 +51,8 @@ _REQUANT_FAST = ["tests/test_requantizer.py::test_requantizer_directed",
 FAST = {"hw/requantizer.py": [*_REQUANT_FAST, "tests/test_accelerator.py"]}
 # (the cocotb runs on Icarus only: they cover both roundings, both DSP kinds and, on 1x1, the
 # K = 132 105 GEMM; each Verilator configuration would add a ~25 s C++ build per mutant)
-_COCOTB = ["tests/test_cocotb.py", "-k", "icarus"]
+_COCOTB = [f"tests/test_cocotb.py::test_rtl[{c}]"
+           for c in ("icarus-1-1-double-generic", "icarus-2-3-single-generic", "icarus-2-2-double-ecp5")]
 FULL = {"hw/requantizer.py": ["tests/test_export.py", *_COCOTB, "tests/test_requantizer.py"]}
 FAST_DEFAULT = ["tests/test_accelerator.py"]
 FULL_DEFAULT = ["tests/test_export.py", *_COCOTB]

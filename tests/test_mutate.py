@@ -86,3 +86,15 @@ def test_the_equivalence_list_reads_groups_and_refuses_an_entry_without_its_argu
     with pytest.raises(ValueError, match="needs an id"):
         mutate_main._equivalents(bad)
     assert isinstance(mutate_main._equivalents(), dict)          # the checked-in list parses
+
+
+def test_the_stages_name_tests_that_exist():
+    """Every test a stage names is collected by pytest (a renamed test would silently drop out)."""
+    import subprocess
+    import sys
+
+    names = {t for f in mutate_main.FILES for stage in mutate_main.stage_tests(f) for t in stage}
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
+                          *sorted(names)], cwd=ROOT, capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "tests/test_cocotb.py::test_rtl[icarus-2-2-double-ecp5]" in out.stdout
