@@ -120,10 +120,23 @@ def _pytest(args, log, retries=2):
     return rc
 
 
+def _collect():
+    """Collect the last run's garbage now, its warnings ignored: an Amaranth object a mutant left
+    unelaborated would otherwise warn from its destructor inside the next run's tests (an error
+    there, with filterwarnings = error) and kill the next mutant for nothing."""
+    import gc
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        gc.collect()
+
+
 def _pytest_once(args, log):
     import pytest
 
     _purge()
+    _collect()
     with open(log, "a") as f:
         f.write(f"\n==== pytest {' '.join(args)}\n")
         f.flush()
@@ -133,6 +146,7 @@ def _pytest_once(args, log):
         try:
             rc = pytest.main([*args, "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow"])
         finally:
+            _collect()
             sys.stdout.flush()
             sys.stderr.flush()
             os.dup2(old[0], 1)
@@ -140,9 +154,9 @@ def _pytest_once(args, log):
     return int(rc)
 
 
-def worker(work, results):
-    """Read mutants (JSON lines on stdin), test each in ``work`` (a copy of the repository), append
-    START and result lines to ``results``."""
+def worker(work, batch, results):
+    """Test each mutant of ``batch`` (a file of JSON lines) in ``work`` (a copy of the repository),
+    appending a start line and a result line per mutant to ``results``."""
     work = pathlib.Path(work)
     os.chdir(work)
     sys.path.insert(0, str(work))
@@ -151,8 +165,9 @@ def worker(work, results):
     sys.dont_write_bytecode = True
     log = work / "worker.log"
     original = _netlist()
+    _collect()
     out = open(results, "a", buffering=1)  # noqa: SIM115 (kept open for the worker's life)
-    for line in sys.stdin:
+    for line in pathlib.Path(batch).read_text().splitlines():
         mut = json.loads(line)
         path = work / mut["file"]
         pristine = path.read_text()
@@ -171,6 +186,7 @@ def worker(work, results):
                     same = _netlist() == original
                 except Exception:
                     same = False
+                _collect()
                 if same:
                     status, stage = "equivalent", "netlist"
                 elif _pytest(full, log):
@@ -208,14 +224,14 @@ def _run_slot(n, queue, lock, done, timeout, progress):
         if not batch:
             return
         results.write_text("")
+        batch_file = work / "batch.jsonl"
+        batch_file.write_text("".join(json.dumps({"id": m.id, "file": m.file, "source": m.source}) + "\n"
+                                      for m in batch))
         env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
         with open(work / "worker.stdout", "a") as log:
-            proc = subprocess.Popen([sys.executable, "-m", "mutate", "--worker", str(work), "--results", str(results)],
-                                    stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT, text=True,
-                                    cwd=work, env=env)
-            for mut in batch:
-                proc.stdin.write(json.dumps({"id": mut.id, "file": mut.file, "source": mut.source}) + "\n")
-            proc.stdin.close()
+            cmd = [sys.executable, "-m", "mutate", "--worker", str(work), "--batch", str(batch_file),
+                   "--results", str(results)]
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work, env=env)
         pending = {m.id: m for m in batch}
         seen, current, since = 0, None, time.monotonic()
         while True:
@@ -236,6 +252,7 @@ def _run_slot(n, queue, lock, done, timeout, progress):
                 proc.kill()
                 proc.wait()
                 if current and current in pending:
+                    # stuck past the timeout (killed), or the worker died (its log says why): not a kill
                     pending.pop(current)
                     done({"id": current, "status": "timeout", "stage": None,
                           "seconds": round(time.monotonic() - since, 1)})
@@ -333,9 +350,10 @@ def main(argv=None):
     parser.add_argument("--list", action="store_true", help="print the mutants' ids and exit")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--results", help=argparse.SUPPRESS)
+    parser.add_argument("--batch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, args.results)
+        return worker(args.worker, args.batch, args.results)
     all_mutants = []
     for f in args.files:
         if not (ROOT / f).is_file():

@@ -66,7 +66,7 @@ def test_report_scores_listed_equivalents_and_flags_stale_entries(monkeypatch, t
                muts[3].id: {"status": "survived", "stage": None, "seconds": 1.0},
                muts[4].id: {"status": "survived", "stage": None, "seconds": 1.0}}
     listed = {muts[4].id: "argued", "hw/array.py::gone::constant::1 -> 2#0": "stale", "hw/other.py::x": "elsewhere"}
-    lines, survivors, stale = mutate_main._report(muts, records, listed, ["hw/array.py"], 60.0, 2)
+    _, survivors, stale = mutate_main._report(muts, records, listed, ["hw/array.py"], 60.0, 2)
     assert [m.id for m, _ in survivors] == [muts[3].id]
     assert stale == ["hw/array.py::gone::constant::1 -> 2#0"]
     doc = json.loads((tmp_path / "report.json").read_text())
