@@ -235,7 +235,8 @@ def _run_slot(n, queue, lock, done, timeout, progress):
         pending = {m.id: m for m in batch}
         seen, current, since = 0, None, time.monotonic()
         while True:
-            lines = results.read_text().splitlines()
+            exited = proc.poll() is not None      # before reading: every line it wrote is in the file
+            lines = results.read_text().split("\n")[:-1]   # (whole lines only)
             for line in lines[seen:]:
                 rec = json.loads(line)
                 if "start" in rec:
@@ -246,9 +247,9 @@ def _run_slot(n, queue, lock, done, timeout, progress):
                     progress()
                     current = None
             seen = len(lines)
-            if proc.poll() is not None and not pending:
+            if exited and not pending:
                 break
-            if proc.poll() is not None or (current and time.monotonic() - since > timeout):
+            if exited or (current and time.monotonic() - since > timeout):
                 proc.kill()
                 proc.wait()
                 if current and current in pending:
