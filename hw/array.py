@@ -225,7 +225,9 @@ class SystolicArray(wiring.Component):
         last = Signal()
         m.d.comb += last.eq(self.flags.valid & self.flags.last)
         line = [(last, self.tag)]
-        for k in range(ready_at[-1] + 3):
+        # (row 0's flag and tag, D_0 + 3 registers down; the line once ran to D_{rows-1} + 3 with
+        # its tail unused, which `make mutate` found: mutants lengthening it changed nothing)
+        for k in range(ready_at[0] + 3):
             prev_last, prev_tag = line[-1]
             # (dup_: Yosys would merge these with the cells' identical flag registers, far away)
             l_reg = Signal(name=f"dup_done_last{k + 1}")
@@ -252,7 +254,7 @@ class SystolicArray(wiring.Component):
         # and the next tile's row 0 comes >= rows cycles later: the tag is captured at row 0.
         row_tag = Signal(self.tag_width, reset_less=True)
         m.d.comb += self.row_tag.eq(row_tag)
-        done0, tag0 = line[ready_at[0] + 3]
+        done0, tag0 = line[-1]
         with m.If(done0):
             m.d.sync += row_tag.eq(tag0)
         # Rows follow row 0 on consecutive cycles: a down-counter, not an OR over the delay line.

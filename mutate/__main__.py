@@ -345,7 +345,7 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", default=FILES)
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or os.cpu_count() or 1))
-    parser.add_argument("--only", default="", help="only the mutants whose id contains this text")
+    parser.add_argument("--only", nargs="+", default=[""], help="only the mutants whose id contains one of these")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants (a trial run)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a mutant may take")
     parser.add_argument("--list", action="store_true", help="print the mutants' ids and exit")
@@ -360,14 +360,14 @@ def main(argv=None):
         if not (ROOT / f).is_file():
             parser.error(f"no file {f}")
         all_mutants += mutants(ROOT / f, ROOT)
-    selected = [m for m in all_mutants if args.only in m.id]
+    selected = [m for m in all_mutants if any(text in m.id for text in args.only)]
     if args.limit:
         selected = selected[:args.limit]
     if args.list:
         print("\n".join(m.id for m in selected))
         return 0
     if not selected:
-        print(f"error: no mutant matches --only {args.only!r}", file=sys.stderr)
+        print(f"error: no mutant matches --only {' '.join(args.only)!r}", file=sys.stderr)
         return 1
     jobs = max(1, min(args.jobs, len(selected)))
     print(f"make mutate: {len(selected)} mutants of {', '.join(args.files)}, {jobs} workers; logs in "

@@ -325,3 +325,25 @@ def test_accelerator_column_tiles_shrink_three_cycles_ahead(seed, lead):
     else:
         with pytest.raises(pytest.fail.Exception, match="results differ"):
             check(dut, problems, seed, p_idle=0.0, p_ready=1.0, lead=lead)
+
+
+def test_accelerator_weights_of_minus_128_in_bypass(seed):
+    """The ports take any int8, and -128 x -128 = 16384 is the one product that needs all 16 bits of
+    the cells' `out_last` and the read-out's product half (the spec's weights, -127..127, never
+    reach it): in bypass the accumulators must equal numpy's exact matmul plus the bias (golden
+    refuses weights of -128, so the expected values come from numpy here)."""
+    rng = np.random.default_rng(seed + 51)
+    dut = Accelerator(2, 2, max_col_tiles=2)
+    problems = []
+    for k in (1, 3, 7):
+        p = random_problem(rng, 3, k, 3, bypass=True)
+        p.lhs[:] = np.where(rng.random(p.lhs.shape) < 0.7, -128, p.lhs)
+        p.rhs = np.where(rng.random(p.rhs.shape) < 0.7, -128, p.rhs).astype(np.int8)
+        p.input_offset = 0
+        problems.append(p)
+    for p, rows in zip(problems, run_accelerator(dut, problems, seed), strict=True):
+        got = p.assemble(rows, 2, 2)
+        exact = p.lhs.astype(np.int64) @ p.rhs.astype(np.int64) + p.bias.astype(np.int64)
+        want = ((exact + 2**31) % 2**32) - 2**31
+        assert ((p.lhs == -128).astype(int) @ (p.rhs == -128).astype(int)).any()   # a 16384 product is in it
+        assert np.array_equal(got, want), f"k={p.shape[1]}: hardware {got.tolist()}, numpy {want.tolist()}"
