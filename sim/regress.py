@@ -50,7 +50,7 @@ SIM_DIR = ROOT / "build" / "sim"
 
 
 def long_k(simulator, rows, cols):
-    """Whether a configuration also runs the K = 2**17 + 1 GEMM (accumulators wrap int32): every
+    """Whether a configuration also runs the K = 132 105 GEMM (accumulators wrap int32): every
     Verilator build, and the Icarus ones fast enough to simulate its 132 105 cycles (~15 s)."""
     return simulator == "verilator" or rows * cols <= 6
 

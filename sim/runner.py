@@ -32,7 +32,7 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
 
     The per-channel tables are sized for the largest N the testbench generates (max_dim). The
     functional coverage goes to <build>/coverage.yml and .xml (sim.coverage); ``long_k`` adds the
-    K = 2**17 + 1 GEMM whose accumulators wrap int32.
+    K = 132 105 GEMM whose accumulators wrap int32.
     """
     from cocotb_test.simulator import run
 

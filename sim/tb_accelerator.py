@@ -11,7 +11,7 @@ Configuration comes from the environment (set by tests/test_cocotb.py): ``TB_ROW
 of random GEMMs), ``TB_MAX_DIM``, ``TB_PAUSES`` (1: random idle gaps and backpressure),
 ``TB_RESULTS`` (JSON file for the summary), ``TB_COVERAGE`` (path stem: functional coverage,
 :mod:`sim.coverage`, written to <stem>.yml and <stem>.xml after each test), ``TB_LONG_K`` (1: also
-the K = 2**17 + 1 GEMM whose accumulators wrap int32).
+the K = 132 105 GEMM whose accumulators wrap int32).
 """
 
 import json
@@ -345,7 +345,7 @@ async def reset_mid_stream(dut):
 async def coverage_corners(dut):
     """Directed GEMMs for the coverage bins random stimulus misses (sim.coverage), every output compared:
     the requantizer's corners, K classes, the tables full, the output FIFO filled until credit holds
-    the inputs off, and with TB_LONG_K the K = 2**17 + 1 GEMM whose accumulators wrap int32."""
+    the inputs off, and with TB_LONG_K the K = 132 105 GEMM whose accumulators wrap int32."""
     tb = TB(dut, SEED + 9, pauses=False)
     await tb.reset()
     rng = np.random.default_rng(SEED + 10)
