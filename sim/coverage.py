@@ -31,11 +31,10 @@ import pathlib
 
 import numpy as np
 
-from golden.fixedpoint import rounding_divide_by_pot, saturating_rounding_doubling_high_mul
+from golden.fixedpoint import INT32_MAX, INT32_MIN, rounding_divide_by_pot, saturating_rounding_doubling_high_mul
+from golden.fixedpoint import wrap_int32_in_int64 as _wrap32
 
 __all__ = ["MODEL", "Monitor", "classify", "export", "merge", "table", "unhit"]
-
-INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
 
 
 def _tie_labels_double():
@@ -105,10 +104,6 @@ def sample(group, point, labels):
     labels = set(labels)
     if labels:
         _points[(group, point)](labels)
-
-
-def _wrap32(x):
-    return ((np.asarray(x, np.int64) + 2**31) & 0xFFFFFFFF) - 2**31
 
 
 def classify(acc, multiplier, shift, output_offset, act_min, act_max, rounding):
