@@ -16,10 +16,15 @@ copy of the repository (build/mutate/work/<n>/, the mutated file written into it
 A mutant still alive is *listed* equivalent when ``mutate/equivalent.toml`` gives its id with the
 argument why no behaviour at the ports changes, else it *survived*. A worker that makes no
 progress for ``--timeout`` seconds is killed and its mutant counted *timeout*, not killed (only a
-failure the test run reports counts). Writes build/mutate/report.json and report.md (per file:
-generated, killed, equivalent, survived, timeouts, the score killed / (generated - equivalent),
-every survivor with its diff) and prints the table. Exit status 1 if a non-equivalent mutant
-survived.
+failure the test run reports counts).
+
+Each mutant's result is kept in build/mutate/results.json with a digest of its file's source: a
+later run (``--only``, ``--files``) replaces the results it retests and keeps the others, and a
+file whose source changed loses all of its results. build/mutate/report.json and report.md cover
+every result kept for a file of ``--files`` (per file: generated, not run, killed, equivalent,
+survived, timeouts, the score killed / (tested - equivalent), every survivor with its diff, the
+runs the results came from) and the table is printed. Exit status 1 if a non-equivalent mutant
+survived or a mutant of those files has no result.
 """
 
 import argparse
@@ -42,6 +47,7 @@ from .operators import mutants
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "mutate"
+STORE = OUT / "results.json"
 EQUIVALENT = ROOT / "mutate" / "equivalent.toml"
 FILES = ["hw/requantizer.py", "hw/array.py", "hw/accelerator.py"]
 # The tests each stage runs, by mutated file (all of them run by `make test`). A mutant of the
@@ -295,10 +301,40 @@ def _equivalents(path=None):
     return out
 
 
-def _report(all_mutants, records, listed, files, wall, jobs):
-    """``all_mutants``: every mutant of ``files`` (the run may have tested some of them)."""
+def _digest(file):
+    return hashlib.sha256((ROOT / file).read_bytes()).hexdigest()[:16]
+
+
+def _load_store(files):
+    """{file: {mutant id: record}} kept for ``files`` whose source is unchanged, and the runs list."""
+    doc = json.loads(STORE.read_text()) if STORE.exists() else {"files": {}, "runs": []}
+    kept = {}
+    for f in files:
+        entry = doc["files"].get(f)
+        kept[f] = entry["mutants"] if entry and entry["sha"] == _digest(f) else {}
+    return doc, kept
+
+
+def _save_store(doc, files, records, by_id, run):
+    """Merge this run's ``records`` into the store (a file whose source changed starts afresh)."""
+    for f in files:
+        entry = doc["files"].get(f)
+        if not entry or entry["sha"] != _digest(f):
+            doc["files"][f] = entry = {"sha": _digest(f), "mutants": {}}
+        entry["mutants"].update({mid: {**rec, "run": len(doc["runs"])}
+                                 for mid, rec in records.items() if by_id[mid].file == f})
+    doc["runs"].append(run)
+    STORE.parent.mkdir(parents=True, exist_ok=True)
+    STORE.write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def _report(all_mutants, records, listed, files, runs):
+    """``all_mutants``: every mutant of ``files``; ``records``: the results kept for (some of) them;
+    ``runs``: every run's summary (a record's ``run`` indexes it)."""
     by_id = {m.id: m for m in all_mutants}
     rows = collections.OrderedDict((f, collections.Counter()) for f in files)
+    for m in all_mutants:
+        rows[m.file]["generated"] += 1
     survivors = []
     unknown_listed = sorted(i for i in listed if i not in by_id and i.split("::")[0] in files)
     for mid, rec in records.items():
@@ -308,11 +344,13 @@ def _report(all_mutants, records, listed, files, wall, jobs):
             status = "listed equivalent"
         rec["final"] = status
         c = rows[mut.file]
-        c["generated"] += 1
+        c["tested"] += 1
         c[{"killed": "killed", "equivalent": "equivalent (netlist)", "listed equivalent": "equivalent (listed)",
            "survived": "survived", "timeout": "timeout"}[status]] += 1
         if status in ("survived", "timeout"):
             survivors.append((mut, status))
+    for c in rows.values():
+        c["not run"] = c["generated"] - c["tested"]
     total = collections.Counter()
     for c in rows.values():
         total.update(c)
@@ -320,15 +358,16 @@ def _report(all_mutants, records, listed, files, wall, jobs):
 
     def score(c):
         eq = c["equivalent (netlist)"] + c["equivalent (listed)"]
-        live = c["generated"] - eq
+        live = c["tested"] - eq
         return 100.0 * c["killed"] / live if live else 100.0
 
-    cols = ["generated", "killed", "equivalent (netlist)", "equivalent (listed)", "survived", "timeout"]
+    cols = ["generated", "not run", "killed", "equivalent (netlist)", "equivalent (listed)", "survived", "timeout"]
     lines = [f"{'file':<20} " + " ".join(f"{c:>20}" for c in cols) + f" {'score':>8}"]
     for f, c in rows.items():
         lines.append(f"{f:<20} " + " ".join(f"{c[k]:>20}" for k in cols) + f" {score(c):>7.1f}%")
+    used = sorted({rec["run"] for rec in records.values() if "run" in rec})
     OUT.mkdir(parents=True, exist_ok=True)
-    doc = {"files": files, "jobs": jobs, "wall_seconds": round(wall, 1),
+    doc = {"files": files, "runs": {i: runs[i] for i in used},
            "tests": {f: dict(zip(("fast", "full"), stage_tests(f), strict=True)) for f in files},
            "netlist_configs": [f"{c}({kw})" for c, kw in CONFIGS],
            "table": {f: {**{k: c[k] for k in cols}, "score": round(score(c), 2)} for f, c in rows.items()},
@@ -338,12 +377,16 @@ def _report(all_mutants, records, listed, files, wall, jobs):
                         "before": by_id[mid].before, "after": by_id[mid].after, **rec} for mid, rec in records.items()]}
     (OUT / "report.json").write_text(json.dumps(doc, indent=1) + "\n")
     md = ["# Mutation testing of the RTL", "",
-          f"{len(records)} mutants, {jobs} workers, {wall / 60:.1f} min; netlist identity over {len(CONFIGS)} "
-          "configurations. Tests per file (fast stage, then full stage):", "",
+          f"{len(records)} mutants tested; netlist identity over {len(CONFIGS)} configurations. "
+          "Tests per file (fast stage, then full stage):", "",
           *[f"- {f}: {', '.join(stage_tests(f)[0])}; then {', '.join(stage_tests(f)[1])}" for f in files], "",
           "| file | " + " | ".join(cols) + " | score |", "|---|" + "---:|" * (len(cols) + 1)]
     for f, c in rows.items():
         md.append(f"| {f} | " + " | ".join(str(c[k]) for k in cols) + f" | {score(c):.1f}% |")
+    md += ["", "## Runs the results come from", "", "| run | date | commit | files | mutants | workers | wall time |",
+           "|---:|---|---|---|---:|---:|---:|"]
+    md += [f"| {i} | {runs[i]['date']} | {runs[i]['commit']} | {', '.join(runs[i]['files'])} | {runs[i]['mutants']} "
+           f"| {runs[i]['jobs']} | {runs[i]['wall_seconds'] / 60:.1f} min |" for i in used]
     md += ["", f"## Survivors ({len(survivors)})", ""]
     md += [f"- `{m.id}` ({s}): `{m.diff()}`" for m, s in survivors] or ["(none)"]
     if unknown_listed:
@@ -351,6 +394,17 @@ def _report(all_mutants, records, listed, files, wall, jobs):
         md += [f"- `{i}`" for i in unknown_listed]
     (OUT / "report.md").write_text("\n".join(md) + "\n")
     return lines, survivors, unknown_listed
+
+
+def _commit():
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                             check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *COPY], cwd=ROOT, capture_output=True,
+                               text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return rev + ("+changes" if dirty else "")
 
 
 def main(argv=None):
@@ -404,15 +458,25 @@ def main(argv=None):
         for fut in [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress) for n in range(jobs)]:
             fut.result()
     wall = time.monotonic() - t0
-    lines, survivors, stale = _report(all_mutants, records, _equivalents(), args.files, wall, jobs)
+    by_id = {m.id: m for m in all_mutants}
+    store, _ = _load_store(args.files)
+    _save_store(store, args.files, records, by_id,
+                {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "files": args.files,
+                 "mutants": len(records), "jobs": jobs, "wall_seconds": round(wall, 1)})
+    store, kept = _load_store(args.files)
+    lines, survivors, stale = _report(all_mutants, {k: v for f in args.files for k, v in kept[f].items()},
+                                      _equivalents(), args.files, store["runs"])
     print("\n".join(lines))
-    print(f"wall time {wall / 60:.1f} min with {jobs} workers; report: {OUT / 'report.md'}, {OUT / 'report.json'}")
+    print(f"this run: {len(records)} mutants, {wall / 60:.1f} min with {jobs} workers; "
+          f"report (every result kept in {STORE.name}): {OUT / 'report.md'}, {OUT / 'report.json'}")
     for m, s in survivors:
         print(f"{s}: {m.id}\n    {m.diff()}")
     for mid in stale:
         print(f"error: mutate/equivalent.toml lists {mid!r}, which is not generated any more", file=sys.stderr)
-    return 1 if survivors or stale else 0
-
+    not_run = sum(1 for m in all_mutants if m.id not in kept[m.file])
+    if not_run:
+        print(f"{not_run} mutants of {', '.join(args.files)} have no result yet", file=sys.stderr)
+    return 1 if survivors or stale or not_run else 0
 
 if __name__ == "__main__":
     raise SystemExit(main())

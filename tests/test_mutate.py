@@ -59,22 +59,48 @@ class Thing:
 
 def test_report_scores_listed_equivalents_and_flags_stale_entries(monkeypatch, tmp_path):
     monkeypatch.setattr(mutate_main, "OUT", tmp_path)
-    muts = mutants(ROOT / "hw/array.py", ROOT)[:5]
-    records = {muts[0].id: {"status": "killed", "stage": "fast", "seconds": 1.0},
-               muts[1].id: {"status": "killed", "stage": "full", "seconds": 1.0},
-               muts[2].id: {"status": "equivalent", "stage": "netlist", "seconds": 1.0},
-               muts[3].id: {"status": "survived", "stage": None, "seconds": 1.0},
-               muts[4].id: {"status": "survived", "stage": None, "seconds": 1.0}}
+    muts = mutants(ROOT / "hw/array.py", ROOT)[:6]
+    records = {muts[0].id: {"status": "killed", "stage": "fast", "seconds": 1.0, "run": 0},
+               muts[1].id: {"status": "killed", "stage": "full", "seconds": 1.0, "run": 1},
+               muts[2].id: {"status": "equivalent", "stage": "netlist", "seconds": 1.0, "run": 1},
+               muts[3].id: {"status": "survived", "stage": None, "seconds": 1.0, "run": 1},
+               muts[4].id: {"status": "survived", "stage": None, "seconds": 1.0, "run": 1}}
     listed = {muts[4].id: "argued", "hw/array.py::gone::constant::1 -> 2#0": "stale", "hw/other.py::x": "elsewhere"}
-    _, survivors, stale = mutate_main._report(muts, records, listed, ["hw/array.py"], 60.0, 2)
+    runs = [{"date": d, "commit": "abc", "files": ["hw/array.py"], "mutants": 5, "jobs": 2, "wall_seconds": 60.0}
+            for d in ("2026-11-23 10:00", "2026-11-24 10:00")]
+    _, survivors, stale = mutate_main._report(muts, records, listed, ["hw/array.py"], runs)
     assert [m.id for m, _ in survivors] == [muts[3].id]
     assert stale == ["hw/array.py::gone::constant::1 -> 2#0"]
     doc = json.loads((tmp_path / "report.json").read_text())
     row = doc["table"]["hw/array.py"]
-    assert (row["generated"], row["killed"], row["equivalent (netlist)"], row["equivalent (listed)"],
-            row["survived"]) == (5, 2, 1, 1, 1)
+    assert (row["generated"], row["not run"], row["killed"], row["equivalent (netlist)"], row["equivalent (listed)"],
+            row["survived"]) == (6, 1, 2, 1, 1, 1)
     assert row["score"] == pytest.approx(100 * 2 / 3, abs=0.01)
-    assert muts[3].id in (tmp_path / "report.md").read_text()
+    md = (tmp_path / "report.md").read_text()
+    assert muts[3].id in md
+    assert "2026-11-23 10:00" in md
+    assert "2026-11-24 10:00" in md
+
+
+def test_the_store_keeps_results_across_runs_until_the_file_changes(monkeypatch, tmp_path):
+    """A run replaces the results it retests and keeps the rest; a changed source drops its file's."""
+    (tmp_path / "hw").mkdir()
+    src = tmp_path / "hw" / "a.py"
+    src.write_text("x = 1\n")
+    monkeypatch.setattr(mutate_main, "ROOT", tmp_path)
+    monkeypatch.setattr(mutate_main, "STORE", tmp_path / "results.json")
+    Mut = collections.namedtuple("Mut", "file")
+    by_id = {"m1": Mut("hw/a.py"), "m2": Mut("hw/a.py")}
+    run = {"date": "d", "commit": "c", "files": ["hw/a.py"], "mutants": 2, "jobs": 1, "wall_seconds": 1.0}
+    store, _ = mutate_main._load_store(["hw/a.py"])
+    mutate_main._save_store(store, ["hw/a.py"], {"m1": {"status": "survived"}, "m2": {"status": "killed"}}, by_id, run)
+    store, _ = mutate_main._load_store(["hw/a.py"])
+    mutate_main._save_store(store, ["hw/a.py"], {"m1": {"status": "killed"}}, by_id, run)
+    store, kept = mutate_main._load_store(["hw/a.py"])
+    assert kept["hw/a.py"] == {"m1": {"status": "killed", "run": 1}, "m2": {"status": "killed", "run": 0}}
+    assert len(store["runs"]) == 2
+    src.write_text("x = 2\n")
+    assert mutate_main._load_store(["hw/a.py"])[1] == {"hw/a.py": {}}
 
 
 def test_the_equivalence_list_reads_groups_and_refuses_an_entry_without_its_argument(tmp_path):
