@@ -149,8 +149,11 @@ def test_requantizer_random(seed, rounding, record_property):
 @pytest.mark.parametrize("rounding", ["double", "single"])
 def test_requantizer_directed(seed, rounding):
     # (offset 0 as well: with +-127/128 the int32 wrap of the offset add sends INT32_MIN and the
-    # saturated INT32_MAX to the same clamped value, so a missed SRDHM saturation would pass)
+    # saturated INT32_MAX to the same clamped value, so a missed SRDHM saturation would pass; and 1,
+    # the one offset that wraps INT32_MAX and not INT32_MAX - 1: a saturation to 2**31 - 2 would pass
+    # every other, `make mutate` found)
     for cfg in ({"output_offset": 0, "act_min": -128, "act_max": 127, "bypass": 0},
+                {"output_offset": 1, "act_min": -128, "act_max": 127, "bypass": 0},
                 {"output_offset": 127, "act_min": -128, "act_max": 127, "bypass": 0},
                 {"output_offset": -128, "act_min": -5, "act_max": 6, "bypass": 0},
                 {"output_offset": 0, "act_min": -128, "act_max": 127, "bypass": 1}):
