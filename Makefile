@@ -62,7 +62,7 @@ help:
 	@echo "make conformance   write the conformance pack (PER_OP=30, checked against TFLM) and check golden on it"
 	@echo "make conformance-rtl  the pack's FC/CONV/DW cases on the RTL (ROUNDING=double|single): report + verdict"
 	@echo "make formal        prove the requantizer against the golden arithmetic (SymbiYosys + Boolector, z3)"
-	@echo "make mutate        mutation testing of hw/ against make test's RTL tests (JOBS, MUTATE_FILES): build/mutate/report.md"
+	@echo "make mutate        mutation testing of hw/ against make test's RTL tests (JOBS, MUTATE_FILES, MUTATE_ARGS=--resume): build/mutate/report.md"
 	@echo "make clean         remove build/ and caches (keeps .venv)"
 
 install: $(STAMP)
@@ -128,7 +128,7 @@ formal: $(STAMP)
 	$(PY) -m formal --jobs $(JOBS)
 
 mutate: $(STAMP)
-	$(PY) -m mutate --jobs $(JOBS) $(if $(MUTATE_FILES),--files $(MUTATE_FILES))
+	$(PY) -m mutate --jobs $(JOBS) $(if $(MUTATE_FILES),--files $(MUTATE_FILES)) $(MUTATE_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -315,17 +315,25 @@ def _load_store(files):
     return doc, kept
 
 
-def _save_store(doc, files, records, by_id, run):
-    """Merge this run's ``records`` into the store (a file whose source changed starts afresh)."""
+def _open_run(doc, files, run):
+    """Add ``run`` to the store's runs (a file whose source changed starts afresh); its index."""
     for f in files:
         entry = doc["files"].get(f)
         if not entry or entry["sha"] != _digest(f):
-            doc["files"][f] = entry = {"sha": _digest(f), "mutants": {}}
-        entry["mutants"].update({mid: {**rec, "run": len(doc["runs"])}
-                                 for mid, rec in records.items() if by_id[mid].file == f})
+            doc["files"][f] = {"sha": _digest(f), "mutants": {}}
     doc["runs"].append(run)
+    return len(doc["runs"]) - 1
+
+
+def _save_store(doc, records, by_id, run_index):
+    """Merge ``records`` (results of run ``run_index``) into the store and write it (after every
+    result: an interrupted run keeps what it measured)."""
+    for mid, rec in records.items():
+        doc["files"][by_id[mid].file]["mutants"][mid] = {**rec, "run": run_index}
     STORE.parent.mkdir(parents=True, exist_ok=True)
-    STORE.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp = STORE.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1) + "\n")
+    tmp.replace(STORE)
 
 
 def _report(all_mutants, records, listed, files, runs):
@@ -415,6 +423,8 @@ def main(argv=None):
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants (a trial run)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds a mutant may take")
     parser.add_argument("--list", action="store_true", help="print the mutants' ids and exit")
+    parser.add_argument("--resume", action="store_true", help="only the mutants with no result kept")
+    parser.add_argument("--report", action="store_true", help="write the report from the results kept, run nothing")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--results", help=argparse.SUPPRESS)
     parser.add_argument("--batch", help=argparse.SUPPRESS)
@@ -426,7 +436,12 @@ def main(argv=None):
         if not (ROOT / f).is_file():
             parser.error(f"no file {f}")
         all_mutants += mutants(ROOT / f, ROOT)
+    if args.report:
+        return _finish(all_mutants, args.files)
     selected = [m for m in all_mutants if any(text in m.id for text in args.only)]
+    if args.resume:
+        kept = _load_store(args.files)[1]
+        selected = [m for m in selected if m.id not in kept[m.file]]
     if args.limit:
         selected = selected[:args.limit]
     if args.list:
@@ -441,11 +456,18 @@ def main(argv=None):
     queue = collections.deque(selected)
     lock = threading.Lock()
     records = {}
+    by_id = {m.id: m for m in all_mutants}
+    store, _ = _load_store(args.files)
+    run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "files": args.files,
+           "mutants": 0, "jobs": jobs, "wall_seconds": 0.0}
+    run_index = _open_run(store, args.files, run)
     t0 = time.monotonic()
 
     def done(rec):
         with lock:
             records[rec["id"]] = {k: v for k, v in rec.items() if k != "id"}
+            run.update(mutants=len(records), wall_seconds=round(time.monotonic() - t0, 1))
+            _save_store(store, {rec["id"]: records[rec["id"]]}, by_id, run_index)
 
     def progress():
         n = len(records)
@@ -458,25 +480,29 @@ def main(argv=None):
         for fut in [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress) for n in range(jobs)]:
             fut.result()
     wall = time.monotonic() - t0
-    by_id = {m.id: m for m in all_mutants}
-    store, _ = _load_store(args.files)
-    _save_store(store, args.files, records, by_id,
-                {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "files": args.files,
-                 "mutants": len(records), "jobs": jobs, "wall_seconds": round(wall, 1)})
-    store, kept = _load_store(args.files)
-    lines, survivors, stale = _report(all_mutants, {k: v for f in args.files for k, v in kept[f].items()},
-                                      _equivalents(), args.files, store["runs"])
+    run.update(mutants=len(records), wall_seconds=round(wall, 1))
+    _save_store(store, {}, by_id, run_index)
+    print(f"this run: {len(records)} mutants, {wall / 60:.1f} min with {jobs} workers")
+    return _finish(all_mutants, args.files)
+
+
+def _finish(all_mutants, files):
+    """Report every result kept for ``files``; the exit status."""
+    store, kept = _load_store(files)
+    lines, survivors, stale = _report(all_mutants, {k: v for f in files for k, v in kept[f].items()},
+                                      _equivalents(), files, store["runs"])
     print("\n".join(lines))
-    print(f"this run: {len(records)} mutants, {wall / 60:.1f} min with {jobs} workers; "
-          f"report (every result kept in {STORE.name}): {OUT / 'report.md'}, {OUT / 'report.json'}")
+    print(f"report (every result kept in {STORE}): {OUT / 'report.md'}, {OUT / 'report.json'}")
     for m, s in survivors:
         print(f"{s}: {m.id}\n    {m.diff()}")
     for mid in stale:
         print(f"error: mutate/equivalent.toml lists {mid!r}, which is not generated any more", file=sys.stderr)
     not_run = sum(1 for m in all_mutants if m.id not in kept[m.file])
     if not_run:
-        print(f"{not_run} mutants of {', '.join(args.files)} have no result yet", file=sys.stderr)
+        print(f"{not_run} mutants of {', '.join(files)} have no result yet (make mutate MUTATE_ARGS=--resume)",
+              file=sys.stderr)
     return 1 if survivors or stale or not_run else 0
+
 
 if __name__ == "__main__":
     raise SystemExit(main())
