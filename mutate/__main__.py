@@ -59,14 +59,24 @@ FAST = {"hw/requantizer.py": [*_REQUANT_FAST, "tests/test_accelerator.py"]}
 # K = 132 105 GEMM; each Verilator configuration would add a ~25 s C++ build per mutant)
 _COCOTB = [f"tests/test_cocotb.py::test_rtl[{c}]"
            for c in ("icarus-1-1-double-generic", "icarus-2-3-single-generic", "icarus-2-2-double-ecp5")]
-FULL = {"hw/requantizer.py": ["tests/test_export.py", *_COCOTB, "tests/test_requantizer.py"]}
+# (the requantizer's random tests last: they take ~80 s, and `--quick` leaves them out)
+_REQUANT_RANDOM = "tests/test_requantizer.py::test_requantizer_random"
+FULL = {"hw/requantizer.py": ["tests/test_export.py", *_COCOTB, _REQUANT_RANDOM]}
 FAST_DEFAULT = ["tests/test_accelerator.py"]
 FULL_DEFAULT = ["tests/test_export.py", *_COCOTB]
 
 
-def stage_tests(file):
-    """(fast, full) test lists for a mutant of ``file``."""
-    return FAST.get(file, FAST_DEFAULT), FULL.get(file, FULL_DEFAULT)
+# A test taking this long fails (pytest-timeout): a mutant that makes elaboration loop is reported
+# as a failure by the test run, so it is killed by the run and not stalled until --timeout. (The
+# slowest test a stage runs takes ~50 s on an idle machine.)
+TEST_TIMEOUT = 300
+
+
+def stage_tests(file, quick=False):
+    """(fast, full) test lists for a mutant of ``file``; ``quick`` leaves the requantizer's random
+    tests out of the full stage."""
+    full = FULL.get(file, FULL_DEFAULT)
+    return FAST.get(file, FAST_DEFAULT), [t for t in full if not (quick and t == _REQUANT_RANDOM)]
 # (what the netlist stage elaborates: both roundings, both DSP kinds, both RAM styles, one and
 # several table banks, square and non-square arrays)
 CONFIGS = [
@@ -157,7 +167,8 @@ def _pytest_once(args, log):
         os.dup2(f.fileno(), 1)
         os.dup2(f.fileno(), 2)
         try:
-            rc = pytest.main([*args, "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow"])
+            rc = pytest.main([*args, "-x", "-q", "-p", "no:cacheprovider", "-m", "not slow",
+                              f"--timeout={TEST_TIMEOUT}"])
         except BaseException as exc:
             # e.g. an ExceptionGroup of this run's unraisable warnings (errors here, as in `make test`),
             # which killed the worker and counted its mutant as a timeout
@@ -172,7 +183,7 @@ def _pytest_once(args, log):
     return int(rc)
 
 
-def worker(work, batch, results):
+def worker(work, batch, results, quick=False):
     """Test each mutant of ``batch`` (a file of JSON lines) in ``work`` (a copy of the repository),
     appending a start line and a result line per mutant to ``results``."""
     work = pathlib.Path(work)
@@ -196,7 +207,7 @@ def worker(work, batch, results):
                 shutil.rmtree(cache)
             path.write_text(mut["source"])
             status, stage = "survived", None
-            fast, full = stage_tests(mut["file"])
+            fast, full = stage_tests(mut["file"], quick)
             if _pytest(fast, log):
                 status, stage = "killed", "fast"
             else:
@@ -211,8 +222,10 @@ def worker(work, batch, results):
                     status, stage = "killed", "full"
         finally:
             path.write_text(pristine)
-        out.write(json.dumps({"id": mut["id"], "status": status, "stage": stage,
-                              "seconds": round(time.monotonic() - t0, 1)}) + "\n")
+        rec = {"id": mut["id"], "status": status, "stage": stage, "seconds": round(time.monotonic() - t0, 1)}
+        if quick and status == "survived" and full != stage_tests(mut["file"])[1]:
+            rec["quick"] = True   # survived without the full stage's random tests: not final
+        out.write(json.dumps(rec) + "\n")
     return 0
 
 
@@ -232,7 +245,7 @@ def _make_copy(n):
     return work
 
 
-def _run_slot(n, queue, lock, done, timeout, progress):
+def _run_slot(n, queue, lock, done, timeout, progress, quick):
     """One job slot: a worker process fed mutants from ``queue``; restarted after a timeout."""
     work = _make_copy(n)
     results = work / "results.jsonl"
@@ -248,7 +261,7 @@ def _run_slot(n, queue, lock, done, timeout, progress):
         env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
         with open(work / "worker.stdout", "a") as log:
             cmd = [sys.executable, "-m", "mutate", "--worker", str(work), "--batch", str(batch_file),
-                   "--results", str(results)]
+                   "--results", str(results), *(["--quick"] if quick else [])]
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work, env=env)
         pending = {m.id: m for m in batch}
         seen, current, since = 0, None, time.monotonic()
@@ -356,7 +369,7 @@ def _report(all_mutants, records, listed, files, runs):
         c[{"killed": "killed", "equivalent": "equivalent (netlist)", "listed equivalent": "equivalent (listed)",
            "survived": "survived", "timeout": "timeout"}[status]] += 1
         if status in ("survived", "timeout"):
-            survivors.append((mut, status))
+            survivors.append((mut, status + (" (--quick: not final)" if rec.get("quick") else "")))
     for c in rows.values():
         c["not run"] = c["generated"] - c["tested"]
     total = collections.Counter()
@@ -421,16 +434,20 @@ def main(argv=None):
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or os.cpu_count() or 1))
     parser.add_argument("--only", nargs="+", default=[""], help="only the mutants whose id contains one of these")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants (a trial run)")
-    parser.add_argument("--timeout", type=float, default=900.0, help="seconds a mutant may take")
+    parser.add_argument("--timeout", type=float, default=900.0,
+                        help=f"seconds a mutant may take (a test is failed after {TEST_TIMEOUT} s)")
     parser.add_argument("--list", action="store_true", help="print the mutants' ids and exit")
-    parser.add_argument("--resume", action="store_true", help="only the mutants with no result kept")
+    parser.add_argument("--resume", action="store_true",
+                        help="only the mutants with no final result kept (none, a timeout, a --quick survivor not listed equivalent)")
+    parser.add_argument("--quick", action="store_true",
+                        help="leave the requantizer's random tests out (a survivor's result is not final)")
     parser.add_argument("--report", action="store_true", help="write the report from the results kept, run nothing")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--results", help=argparse.SUPPRESS)
     parser.add_argument("--batch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
-        return worker(args.worker, args.batch, args.results)
+        return worker(args.worker, args.batch, args.results, args.quick)
     all_mutants = []
     for f in args.files:
         if not (ROOT / f).is_file():
@@ -441,7 +458,9 @@ def main(argv=None):
     selected = [m for m in all_mutants if any(text in m.id for text in args.only)]
     if args.resume:
         kept = _load_store(args.files)[1]
-        selected = [m for m in selected if m.id not in kept[m.file]]
+        listed = _equivalents()
+        selected = [m for m in selected if m.id not in kept[m.file] or kept[m.file][m.id]["status"] == "timeout"
+                    or (kept[m.file][m.id].get("quick") and m.id not in listed)]
     if args.limit:
         selected = selected[:args.limit]
     if args.list:
@@ -458,7 +477,7 @@ def main(argv=None):
     records = {}
     by_id = {m.id: m for m in all_mutants}
     store, _ = _load_store(args.files)
-    run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "files": args.files,
+    run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "files": args.files, "quick": args.quick,
            "mutants": 0, "jobs": jobs, "wall_seconds": 0.0}
     run_index = _open_run(store, args.files, run)
     t0 = time.monotonic()
@@ -477,7 +496,8 @@ def main(argv=None):
                   + f" ({time.monotonic() - t0:.0f} s)", flush=True)
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        for fut in [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress) for n in range(jobs)]:
+        slots = [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress, args.quick) for n in range(jobs)]
+        for fut in slots:
             fut.result()
     wall = time.monotonic() - t0
     run.update(mutants=len(records), wall_seconds=round(wall, 1))
