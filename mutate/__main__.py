@@ -438,7 +438,8 @@ def main(argv=None):
                         help=f"seconds a mutant may take (a test is failed after {TEST_TIMEOUT} s)")
     parser.add_argument("--list", action="store_true", help="print the mutants' ids and exit")
     parser.add_argument("--resume", action="store_true",
-                        help="only the mutants with no final result kept (none, a timeout, a --quick survivor not listed equivalent)")
+                        help="only the mutants with no final result kept: none, a timeout, "
+                             "a --quick survivor not listed equivalent")
     parser.add_argument("--quick", action="store_true",
                         help="leave the requantizer's random tests out (a survivor's result is not final)")
     parser.add_argument("--report", action="store_true", help="write the report from the results kept, run nothing")
