@@ -30,6 +30,7 @@ survived or a mutant of those files has no result.
 import argparse
 import collections
 import concurrent.futures
+import contextlib
 import hashlib
 import json
 import os
@@ -155,11 +156,19 @@ def _collect():
                 obj._MustUse__silence = True
 
 
+# Set when a run hit the per-test timeout: the mutant may have left gigabytes of objects (an
+# elaboration looping), too many to collect; the worker reports the result and exits, and the
+# harness starts a fresh one for the rest of its batch.
+_spoiled = False
+
+
 def _pytest_once(args, log):
+    global _spoiled
     import pytest
 
     _purge()
     _collect()
+    t0 = time.monotonic()
     with open(log, "a") as f:
         f.write(f"\n==== pytest {' '.join(args)}\n")
         f.flush()
@@ -175,7 +184,10 @@ def _pytest_once(args, log):
             print(f"pytest raised {type(exc).__name__}: {exc}", file=sys.stderr)
             rc = 1
         finally:
-            _collect()
+            if time.monotonic() - t0 > TEST_TIMEOUT:
+                _spoiled = True
+            else:
+                _collect()
             sys.stdout.flush()
             sys.stderr.flush()
             os.dup2(old[0], 1)
@@ -210,6 +222,8 @@ def worker(work, batch, results, quick=False):
             fast, full = stage_tests(mut["file"], quick)
             if _pytest(fast, log):
                 status, stage = "killed", "fast"
+            elif _spoiled:
+                pass
             else:
                 try:
                     same = _netlist() == original
@@ -222,10 +236,15 @@ def worker(work, batch, results, quick=False):
                     status, stage = "killed", "full"
         finally:
             path.write_text(pristine)
+        if _spoiled and status != "killed":
+            status, stage = "timeout", None   # (a test passed after all but took too long: not a kill)
         rec = {"id": mut["id"], "status": status, "stage": stage, "seconds": round(time.monotonic() - t0, 1)}
         if quick and status == "survived" and full != stage_tests(mut["file"])[1]:
             rec["quick"] = True   # survived without the full stage's random tests: not final
         out.write(json.dumps(rec) + "\n")
+        if _spoiled:
+            out.close()
+            os._exit(0)
     return 0
 
 
@@ -245,11 +264,26 @@ def _make_copy(n):
     return work
 
 
+_live = set()   # worker processes running
+_stop = threading.Event()
+
+
+def _kill(proc):
+    """Kill a worker and everything it started (a simulator left running would write into the next
+    worker's copy)."""
+    import signal
+
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    _live.discard(proc)
+
+
 def _run_slot(n, queue, lock, done, timeout, progress, quick):
     """One job slot: a worker process fed mutants from ``queue``; restarted after a timeout."""
     work = _make_copy(n)
     results = work / "results.jsonl"
-    while True:
+    while not _stop.is_set():
         with lock:   # a batch per worker process (it pays the imports and the reference netlist once)
             batch = [queue.popleft() for _ in range(min(BATCH, len(queue)))]
         if not batch:
@@ -262,7 +296,10 @@ def _run_slot(n, queue, lock, done, timeout, progress, quick):
         with open(work / "worker.stdout", "a") as log:
             cmd = [sys.executable, "-m", "mutate", "--worker", str(work), "--batch", str(batch_file),
                    "--results", str(results), *(["--quick"] if quick else [])]
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work, env=env)
+            # (a session of its own: killing it kills the simulators it started too)
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work, env=env,
+                                    start_new_session=True)
+            _live.add(proc)
         pending = {m.id: m for m in batch}
         seen, current, since = 0, None, time.monotonic()
         while True:
@@ -279,10 +316,10 @@ def _run_slot(n, queue, lock, done, timeout, progress, quick):
                     current = None
             seen = len(lines)
             if exited and not pending:
+                _live.discard(proc)
                 break
             if exited or (current and time.monotonic() - since > timeout):
-                proc.kill()
-                proc.wait()
+                _kill(proc)
                 if current and current in pending:
                     # stuck past the timeout (killed), or the worker died (its log says why): not a kill
                     pending.pop(current)
@@ -497,9 +534,16 @@ def main(argv=None):
                   + f" ({time.monotonic() - t0:.0f} s)", flush=True)
 
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
-        slots = [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress, args.quick) for n in range(jobs)]
-        for fut in slots:
-            fut.result()
+        slots = [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress, args.quick)
+                 for n in range(jobs)]
+        try:
+            for fut in slots:
+                fut.result()
+        except BaseException:   # (interrupted: no worker outlives the run, writing into the next run's copies)
+            _stop.set()
+            for proc in list(_live):
+                _kill(proc)
+            raise
     wall = time.monotonic() - t0
     run.update(mutants=len(records), wall_seconds=round(wall, 1))
     _save_store(store, {}, by_id, run_index)
