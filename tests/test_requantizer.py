@@ -58,6 +58,10 @@ def directed_vectors(rounding):
         for acc in (-(1 << (31 - shift)), 1 << (31 - shift), (1 << (31 - shift)) + 1, -(1 << (30 - shift)),
                     (1 << (31 - shift)) | (1 << (31 - shift) >> 1), I32_MIN + (1 << (31 - shift))):
             rows.append((acc, 0, I32_MIN, shift))
+    for bit in range(31):  # one bit off the saturating pair, in either operand (the compares with
+        # INT32_MIN look at each bit: a compare blind to some bits saturates these; `make mutate` found one)
+        rows.append((I32_MIN | (1 << bit), 0, I32_MIN, 0))
+        rows.append((I32_MIN, 0, I32_MIN | (1 << bit), 0))
     acc, bias, mult, shift = (np.array(c) for c in zip(*rows, strict=True))
     if rounding == "single":
         mult = np.where(mult < 0, 2**30, mult)
