@@ -533,6 +533,12 @@ def main(argv=None):
             print(f"[{n}/{len(selected)}] " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
                   + f" ({time.monotonic() - t0:.0f} s)", flush=True)
 
+    import signal
+
+    def interrupted(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupted)   # (like Ctrl-C: the workers are stopped too)
     with concurrent.futures.ThreadPoolExecutor(jobs) as pool:
         slots = [pool.submit(_run_slot, n, queue, lock, done, args.timeout, progress, args.quick)
                  for n in range(jobs)]
