@@ -71,6 +71,10 @@ def directed_vectors(rounding):
         mult = int(rng.integers(2**16, 2**24))
         bound = (2**38) // mult
         rows.append((int(rng.integers(-bound, bound)), 0, mult, 0))
+    for shift in range(1, 31):   # and at every left shift (single rounding's small total shifts)
+        for _ in range(10):
+            acc = int(rng.integers(-(2 ** (30 - shift)), 2 ** (30 - shift)))
+            rows.append((acc, 0, int(rng.integers(2**7, 2**8)), shift))
     acc, bias, mult, shift = (np.array(c) for c in zip(*rows, strict=True))
     if rounding == "single":
         mult = np.where(mult < 0, 2**30, mult)
