@@ -13,7 +13,7 @@ from amaranth import Module, Signal
 from amaranth.sim import Simulator
 
 from golden.fixedpoint import wrap_int32_in_int64
-from hw.accelerator import Accelerator, _nonempty
+from hw.accelerator import Accelerator, _nonempty, config_layout
 from hw.multiplier import Multiplier
 from sim.amaranth_bench import run_full_rate
 from sim.stimulus import random_problem
@@ -348,3 +348,21 @@ def test_accelerator_weights_of_minus_128_in_bypass(seed):
         want = wrap_int32_in_int64(exact)
         assert ((p.lhs == -128).astype(int) @ (p.rhs == -128).astype(int)).any()   # a 16384 product is in it
         assert np.array_equal(got, want), f"k={p.shape[1]}: hardware {got.tolist()}, numpy {want.tolist()}"
+
+
+@pytest.mark.parametrize(("cols", "max_col_tiles"), [(1, 4), (2, 20), (3, 8), (4, 40), (8, 64)])
+def test_cfg_payload_bits_are_the_documented_ones(cols, max_col_tiles):
+    """The cfg payload is an interface (a host packs its bits): docs/hardware.md's layout, field by
+    field (the testbenches pack through config_layout and would not notice a field moving)."""
+    addr = (max_col_tiles - 1).bit_length()
+    lane = (max(cols, 2) - 1).bit_length()
+    documented = [("addr", 0, addr), ("lane", addr, lane), ("bias", addr + lane, 32),
+                  ("multiplier", addr + lane + 32, 32), ("shift", addr + lane + 64, 6)]
+    layout = config_layout(cols, max_col_tiles)
+    entry = layout["entry"]
+    got = [("addr", layout["addr"].offset, layout["addr"].width), ("lane", layout["lane"].offset, layout["lane"].width)]
+    got += [(name, entry.offset + entry.shape[name].offset, entry.shape[name].width)
+            for name in ("bias", "multiplier", "shift")]
+    assert got == documented
+    assert layout.size == addr + lane + 70
+    assert all(entry.shape[name].shape.signed for name in ("bias", "multiplier", "shift"))
