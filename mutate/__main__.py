@@ -37,6 +37,7 @@ import os
 import pathlib
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -271,8 +272,6 @@ _stop = threading.Event()
 def _kill(proc):
     """Kill a worker and everything it started (a simulator left running would write into the next
     worker's copy)."""
-    import signal
-
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
@@ -356,21 +355,18 @@ def _digest(file):
 
 
 def _load_store(files):
-    """{file: {mutant id: record}} kept for ``files`` whose source is unchanged, and the runs list."""
+    """The store, with a fresh (empty) entry for each of ``files`` whose source changed since its
+    results (written back only by :func:`_save_store`), and {file: {mutant id: record}} for ``files``."""
     doc = json.loads(STORE.read_text()) if STORE.exists() else {"files": {}, "runs": []}
-    kept = {}
-    for f in files:
-        entry = doc["files"].get(f)
-        kept[f] = entry["mutants"] if entry and entry["sha"] == _digest(f) else {}
-    return doc, kept
-
-
-def _open_run(doc, files, run):
-    """Add ``run`` to the store's runs (a file whose source changed starts afresh); its index."""
     for f in files:
         entry = doc["files"].get(f)
         if not entry or entry["sha"] != _digest(f):
             doc["files"][f] = {"sha": _digest(f), "mutants": {}}
+    return doc, {f: doc["files"][f]["mutants"] for f in files}
+
+
+def _open_run(doc, run):
+    """Add ``run`` to the store's runs; its index."""
     doc["runs"].append(run)
     return len(doc["runs"]) - 1
 
@@ -517,7 +513,7 @@ def main(argv=None):
     store, _ = _load_store(args.files)
     run = {"date": time.strftime("%Y-%m-%d %H:%M"), "commit": _commit(), "files": args.files, "quick": args.quick,
            "mutants": 0, "jobs": jobs, "wall_seconds": 0.0}
-    run_index = _open_run(store, args.files, run)
+    run_index = _open_run(store, run)
     t0 = time.monotonic()
 
     def done(rec):
@@ -532,8 +528,6 @@ def main(argv=None):
             c = collections.Counter(r["status"] for r in records.values())
             print(f"[{n}/{len(selected)}] " + ", ".join(f"{k} {v}" for k, v in sorted(c.items()))
                   + f" ({time.monotonic() - t0:.0f} s)", flush=True)
-
-    import signal
 
     def interrupted(signum, frame):
         raise KeyboardInterrupt(f"signal {signum}")

@@ -93,10 +93,10 @@ def test_the_store_keeps_results_across_runs_until_the_file_changes(monkeypatch,
     by_id = {"m1": Mut("hw/a.py"), "m2": Mut("hw/a.py")}
     run = {"date": "d", "commit": "c", "files": ["hw/a.py"], "mutants": 2, "jobs": 1, "wall_seconds": 1.0}
     store, _ = mutate_main._load_store(["hw/a.py"])
-    first = mutate_main._open_run(store, ["hw/a.py"], run)
+    first = mutate_main._open_run(store, run)
     mutate_main._save_store(store, {"m1": {"status": "survived"}, "m2": {"status": "killed"}}, by_id, first)
     store, _ = mutate_main._load_store(["hw/a.py"])
-    second = mutate_main._open_run(store, ["hw/a.py"], run)
+    second = mutate_main._open_run(store, run)
     mutate_main._save_store(store, {"m1": {"status": "killed"}}, by_id, second)
     store, kept = mutate_main._load_store(["hw/a.py"])
     assert kept["hw/a.py"] == {"m1": {"status": "killed", "run": 1}, "m2": {"status": "killed", "run": 0}}
