@@ -308,7 +308,7 @@ class Accelerator(wiring.Component):
         small = Signal(reset_less=True, name="k_small")
         m.d.sync += [k_copy.eq(self.k_steps), k_lo.eq(self.k_steps[:lo_bits]),
                      small.eq(self.k_steps[lo_bits:] == 0)]
-        k_m2 = Signal(24, reset_less=True)
+        k_m2 = Signal.like(self.k_steps, reset_less=True)
         k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
         # (the padding after a tile of K < min_tile_steps is min_tile_steps - K idle cycles)
         k_short, pad_is_1, pad_is_2 = Signal(), Signal(), Signal()
@@ -336,7 +336,7 @@ class Accelerator(wiring.Component):
         # the count after cycle t - 2, with flags for it being 1 or 2. The count after cycle
         # t - 1 then is remaining_d, K - 2 (a first step) or remaining_d - 1, and whether it
         # is 1 follows from the flags, without a compare of the count in the step's cycle.
-        remaining_d = Signal(24)
+        remaining_d = Signal.like(self.k_steps)
         rem_is_1, rem_is_2 = Signal(), Signal()
         with m.If(step_d):
             with m.If(first_d):
