@@ -32,10 +32,11 @@ when the FIFO has room for all rows of the tiles in flight plus this one's (a cr
 counter, which sees rows read from ``res`` through registers and counts a few cycles late, so
 it leaves room for the tiles admitted meanwhile), so backpressure on
 ``res`` fills the FIFO and then holds ``act``/``wts`` off; nothing is lost, duplicated or
-reordered. The depth is chosen so that credits never throttle a full-rate stream. The FIFO
-is one per lane, in lockstep: rows in a memory (block RAM on ECP5) moved by credit into a
-16-row queue that ``res`` reads (:class:`_OutputFIFO`), so ``res.ready`` reaches only the
-queues.
+reordered. The depth is chosen so that credits never throttle a full-rate stream, and a tile
+less would (docs/hardware.md states the rule at the ports; tests/test_accelerator_credit.py
+checks it in every cycle). The FIFO is one per lane, in lockstep: rows in a memory (block
+RAM on ECP5) moved by credit into a 16-row queue that ``res`` reads (:class:`_OutputFIFO`), so
+``res.ready`` reaches only the queues.
 """
 
 import operator
@@ -143,7 +144,8 @@ class Accelerator(wiring.Component):
     _INPUT_LATENCY, _LOOKUP_LATENCY, _TRANSIT_LATENCY = 1, 5, 2
     _CREDIT_RETURN = 2
     # Cycles by which `credit` lags the admits and reads it accounts for: the admit, `delta`,
-    # `reserved`, then `credit` itself are registers, so in cycle t it reflects admits up to t - 4.
+    # `reserved`, then `credit` itself are registers, so in cycle t it reflects admits up to t - 4
+    # (and reads, which take _CREDIT_RETURN registers where an admit takes one, up to t - 5).
     _CREDIT_LAG = 4
 
     @property
@@ -164,13 +166,29 @@ class Accelerator(wiring.Component):
 
     @property
     def fifo_depth(self):
-        """Rows the output FIFO holds: every row in flight when tiles of ``min_tile_steps`` follow each
-        other at full rate (a tile's rows are reserved from its first step to their read), plus slack."""
-        period = self.min_tile_steps
-        held = (period + self._row_latency + self.rows + _OutputFIFO.LATENCY + self._CREDIT_RETURN
-                + self._CREDIT_LAG - 1)
-        in_flight = -(-held // period)
-        return in_flight * self.rows + self._credit_margin
+        """Rows the output FIFO holds: the limit on the rows `credit` counts, plus the rows of the
+        tiles it admits while its count lags (see :attr:`_credit_margin`)."""
+        return self._credit_limit + self._credit_margin
+
+    @property
+    def _credit_limit(self):
+        """The rows `credit` may count and still admit a tile: the most it counts at full rate (tiles
+        of ``min_tile_steps`` back to back, ``res`` always ready), in whole tiles. Credits then never
+        hold a full-rate stream off, and with a tile less they would.
+
+        When a tile's first step comes in cycle t, `credit` counts the tiles admitted up to
+        t - _CREDIT_LAG and the rows read up to t - (_CREDIT_RETURN + _CREDIT_LAG - 1); a tile's
+        rows are read one per cycle, and all of them before the next tile's (``min_tile_steps``
+        >= ``rows``)."""
+        p, R = self.min_tile_steps, self.rows
+        read_lag = self._CREDIT_RETURN + self._CREDIT_LAG - 1
+        # cycles from a tile's first step to the read of its first row being counted
+        to_read = p - 1 + self._row_latency + _OutputFIFO.LATENCY + read_lag
+        # the tiles counted in full: admitted long enough ago to be counted, no read of theirs counted
+        tiles = -(-to_read // p) - -(-self._CREDIT_LAG // p)
+        # and the newest tile with reads counted, while some of its rows are not
+        reads_counted = -(-to_read // p) * p - to_read + 1
+        return (tiles + (reads_counted < R)) * R
 
     @property
     def _credit_margin(self):
@@ -419,8 +437,8 @@ class Accelerator(wiring.Component):
         # one LUT; as a subtraction it was a carry chain after the step logic)
         m.d.sync += [delta.eq(Mux(admit, Mux(read, R - 1, R), Mux(read, -1, 0))),
                      reserved.eq(reserved + delta),
-                     credit.eq(reserved <= self.fifo_depth - self._credit_margin),
-                     credit_r.eq(reserved <= self.fifo_depth - self._credit_margin)]
+                     credit.eq(reserved <= self._credit_limit),
+                     credit_r.eq(reserved <= self._credit_limit)]
         return m
 
 

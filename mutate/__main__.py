@@ -64,7 +64,7 @@ _COCOTB = [f"tests/test_cocotb.py::test_rtl[{c}]"
 # (the requantizer's random tests last: they take ~80 s, and `--quick` leaves them out)
 _REQUANT_RANDOM = "tests/test_requantizer.py::test_requantizer_random"
 FULL = {"hw/requantizer.py": ["tests/test_export.py", *_COCOTB, _REQUANT_RANDOM]}
-FAST_DEFAULT = ["tests/test_accelerator.py"]
+FAST_DEFAULT = ["tests/test_accelerator.py", "tests/test_accelerator_credit.py"]
 FULL_DEFAULT = ["tests/test_export.py", *_COCOTB]
 
 
