@@ -9,7 +9,7 @@ golden.requantized_gemm, and a mismatch reports the operands' indices and every 
 
 import numpy as np
 import pytest
-from amaranth import Module, Signal
+from amaranth import ClockDomain, Module, Signal
 from amaranth.sim import Simulator
 
 from golden.fixedpoint import wrap_int32_in_int64
@@ -348,6 +348,84 @@ def test_accelerator_weights_of_minus_128_in_bypass(seed):
         want = wrap_int32_in_int64(exact)
         assert ((p.lhs == -128).astype(int) @ (p.rhs == -128).astype(int)).any()   # a 16384 product is in it
         assert np.array_equal(got, want), f"k={p.shape[1]}: hardware {got.tolist()}, numpy {want.tolist()}"
+
+
+def test_accelerator_first_step_three_cycles_after_reset(seed):
+    """A reset counts as a change of the layer registers (docs/hardware.md, programming model):
+    a layer is interrupted with steps in flight and rows in the FIFO, the next layer's registers
+    are set during the reset, its table written after it and its first step comes exactly three
+    cycles after ``rst`` falls. The layers after a reset change K (1 and longer) and n_tiles, so
+    every flag the sequencer derives from them restarts; their results must be exact."""
+    rng = np.random.default_rng(seed + 71)
+    dut = Accelerator(1, 1, max_col_tiles=4)
+    top = Module()
+    top.domains.sync = cd = ClockDomain()
+    top.submodules.dut = dut
+    pairs = [(random_problem(rng, 4, 5, 3), random_problem(rng, 3, 1, 2)),
+             (random_problem(rng, 3, 1, 3), random_problem(rng, 2, 6, 2)),
+             (random_problem(rng, 2, 2, 2), random_problem(rng, 3, 3, 1))]
+    results = []
+
+    async def bench(ctx):
+        def registers(prob):
+            for name, value in prob.layer_registers(1, 1).items():
+                ctx.set(getattr(dut, name), value)
+
+        async def write_table(prob):
+            ctx.set(dut.cfg.valid, 1)
+            for addr, lane, bias, mult, shift in prob.table_writes(1, 1):
+                ctx.set(dut.cfg.payload, {"addr": addr, "lane": lane,
+                                          "entry": {"bias": bias, "multiplier": mult, "shift": shift}})
+                await ctx.tick()
+            ctx.set(dut.cfg.valid, 0)
+
+        async def stream(prob, stop=None):
+            steps, rows, i, cycle = list(prob.steps(1, 1)), [], 0, 0
+            ctx.set(dut.res.ready, 1)
+            while len(rows) < prob.n_result_rows(1, 1) and cycle != stop:
+                assert cycle < 1000, f"{len(rows)} result rows after {cycle} cycles"
+                live = i < len(steps)
+                if live:
+                    ctx.set(dut.act.payload, steps[i][0])
+                    ctx.set(dut.wts.payload, steps[i][1])
+                ctx.set(dut.act.valid, live)
+                ctx.set(dut.wts.valid, live)
+                _, _, ready, valid, payload = await ctx.tick().sample(dut.act.ready, dut.res.valid, dut.res.payload)
+                i += live and ready
+                if valid:
+                    rows.append([int(payload[0])])
+                cycle += 1
+            ctx.set(dut.act.valid, 0)
+            ctx.set(dut.wts.valid, 0)
+            return rows
+
+        for interrupted, after in pairs:
+            registers(interrupted)
+            await ctx.tick().repeat(2)
+            await write_table(interrupted)
+            await stream(interrupted, stop=int(rng.integers(8, 3 * interrupted.shape[1] + 40)))
+            ctx.set(cd.rst, 1)
+            registers(after)
+            for _ in range(2):
+                await ctx.posedge(cd.clk)            # (a tick would raise DomainReset)
+            ctx.set(cd.rst, 0)
+            await ctx.tick()                         # the first cycle out of reset
+            writes = len(after.table_writes(1, 1))
+            assert writes <= 2
+            for _ in range(2 - writes):
+                await ctx.tick()
+            await write_table(after)                 # the table, in the cycles before the first step
+            results.append(await stream(after))      # the first step, three cycles after rst fell
+
+    sim = Simulator(top)
+    sim.add_clock(1e-8)
+    sim.add_testbench(bench)
+    sim.run()
+    for (_, prob), rows in zip(pairs, results, strict=True):
+        got = prob.assemble(rows, 1, 1)
+        want, st = prob.expected()
+        assert np.array_equal(((got + 128) % 256) - 128, want), (
+            f"M,K,N={prob.shape}: hardware {got.tolist()}, golden {want.tolist()}")
 
 
 @pytest.mark.parametrize(("cols", "max_col_tiles"), [(1, 4), (2, 20), (3, 8), (4, 40), (8, 64)])
