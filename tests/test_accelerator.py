@@ -29,6 +29,10 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7, lead=3):
     results = [[] for _ in problems]
     done = [0]
 
+    # Generous budget: every step, table write and result row may wait ~1/(1-p_idle) and 1/p_ready.
+    budget = 50 + sum(20 * (p.shape[1] * p.n_result_rows(R, C) // R + p.n_result_rows(R, C) + R * C)
+                      for p in problems)
+
     async def producer(ctx):
         for pi, prob in enumerate(problems):
             while done[0] < pi:  # a new layer's registers/table only after the last one drained
@@ -53,7 +57,12 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7, lead=3):
             # may idle, and an item is sent when it was presented with ``ready`` high.
             steps = list(prob.steps(R, C))
             sent = [0, 0]
+            cycles = 0
             while min(sent) < len(steps):
+                cycles += 1
+                if cycles > budget:  # (the consumer may have its rows and stopped counting)
+                    raise AssertionError(f"timed out after {budget} cycles: problem {pi} sent {sent} of "
+                                         f"{len(steps)} steps (seed {seed})")
                 for s, port in enumerate((dut.act, dut.wts)):
                     live = sent[s] < len(steps) and rng.random() >= p_idle
                     if live:
@@ -66,10 +75,6 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7, lead=3):
                 sent[1] += w_valid and w_ready
             ctx.set(dut.act.valid, 0)
             ctx.set(dut.wts.valid, 0)
-
-    # Generous budget: every step, table write and result row may wait ~1/(1-p_idle) and 1/p_ready.
-    budget = 50 + sum(20 * (p.shape[1] * p.n_result_rows(R, C) // R + p.n_result_rows(R, C) + R * C)
-                      for p in problems)
 
     async def consumer(ctx):
         cycles = 0
@@ -287,6 +292,9 @@ def test_host_refuses_problem_larger_than_tables(seed):
     # K's low three bits 1 .. 4 and a higher bit set (the sequencer decodes K == 1 .. 4 from
     # the low bits and a flag for the rest being zero)
     (2, 2, (3, 9, 3)), (2, 2, (2, 10, 3)), (2, 2, (3, 11, 2)), (2, 2, (2, 12, 2)),
+    # tiles of 6 steps: K = 1 .. 5 padded with 5 .. 1 idle cycles (the padding count runs down
+    # from K's complement only when there are four or more)
+    *((1, 6, (2, k, 7)) for k in range(1, 6)),
 ])
 def test_accelerator_full_rate_cycles(seed, rows, cols, shape):
     """At full rate a GEMM takes exactly Accelerator.cycles(): no bubble between tiles, and the
