@@ -178,12 +178,15 @@ def test_accelerator_extreme_accumulators(seed):
     check(Accelerator(2, 2, max_col_tiles=4), [prob], seed)
 
 
-def test_accelerator_banked_tables(seed):
-    """40 column tiles: each lane's LUT-RAM table is three banks of 16 (a partial last bank), so
-    every bank and the bank select are exercised; two layers, the second rewriting the tables."""
+@pytest.mark.parametrize(("max_col_tiles", "ram"), [(40, "distributed"), (20, "distributed"), (40, "block")])
+def test_accelerator_banked_tables(seed, max_col_tiles, ram):
+    """More than 16 column tiles: each lane's LUT-RAM table is three banks of 16 (a partial last
+    bank) or two, so every bank and the bank select are exercised, or one block RAM whose
+    entries past 16 are written like the rest; two layers, the second rewriting the tables."""
     rng = np.random.default_rng(seed + 11)
-    dut = Accelerator(2, 2, max_col_tiles=40)
-    check(dut, [random_problem(rng, 3, 5, 80), random_problem(rng, 2, 4, 79)], seed)
+    dut = Accelerator(2, 2, max_col_tiles=max_col_tiles, ram=ram)
+    n = 2 * max_col_tiles
+    check(dut, [random_problem(rng, 3, 5, n), random_problem(rng, 2, 4, n - 1)], seed)
 
 
 def test_accelerator_full_rate(seed):
