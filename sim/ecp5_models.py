@@ -118,16 +118,19 @@ module DP16KD #(
     for (i = 0; i < 1024; i = i + 1) mem[i] = 18'd0;
   end
   always @(posedge CLKA) begin
-    if ({{CSA2, CSA1, CSA0}} != 3'b000 || RSTA || !CEA || !OCEA) begin
+    // (4-state compares: an input left unconnected, z, or driven x fails as a wrong value would)
+    if ({{CSA2, CSA1, CSA0}} !== 3'b000 || RSTA !== 1'b0 || CEA !== 1'b1 || OCEA !== 1'b1
+        || (WEA !== 1'b0 && WEA !== 1'b1)) begin
       $display("DP16KD model: port A chip select, reset or clock enables are not modelled"); $finish;
     end
     if (WEA) begin
-      if (ad_a[3:0] != 4'b0011) begin $display("DP16KD model: partial writes are not modelled"); $finish; end
+      if (ad_a[3:0] !== 4'b0011) begin $display("DP16KD model: partial writes are not modelled"); $finish; end
       mem[ad_a[13:4]] <= di_a;
     end
   end
   always @(posedge CLKB) begin
-    if ({{CSB2, CSB1, CSB0}} != 3'b000 || RSTB || WEB || !CEB || !OCEB || ad_b[3:0] != 4'b0000) begin
+    if ({{CSB2, CSB1, CSB0}} !== 3'b000 || RSTB !== 1'b0 || WEB !== 1'b0 || CEB !== 1'b1 || OCEB !== 1'b1
+        || ad_b[3:0] !== 4'b0000) begin
       $display("DP16KD model: port B is modelled as a plain reader only"); $finish;
     end
     // A read of the word port A writes in the same cycle is undefined on the device: the model
