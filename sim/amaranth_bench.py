@@ -4,7 +4,39 @@ import time
 
 from amaranth.sim import Simulator
 
-__all__ = ["run_full_rate"]
+__all__ = ["load_layer", "offer_step", "run_full_rate", "write_tables"]
+
+
+async def write_tables(ctx, dut, problem):
+    """Write ``problem``'s per-channel table entries on ``cfg``, one a cycle."""
+    ctx.set(dut.cfg.valid, 1)
+    for addr, lane, bias, mult, shift in problem.table_writes(dut.rows, dut.cols):
+        ctx.set(dut.cfg.payload, {"addr": addr, "lane": lane,
+                                  "entry": {"bias": bias, "multiplier": mult, "shift": shift}})
+        await ctx.tick()
+    ctx.set(dut.cfg.valid, 0)
+
+
+async def load_layer(ctx, dut, problem):
+    """Set the layer registers, wait two cycles, write the tables: the first step may then come in
+    the next cycle (the registers three cycles before it, with at least one table write)."""
+    for name, value in problem.layer_registers(dut.rows, dut.cols).items():
+        ctx.set(getattr(dut, name), value)
+    await ctx.tick()
+    await ctx.tick()
+    await write_tables(ctx, dut, problem)
+
+
+def offer_step(ctx, dut, steps, i):
+    """Present step ``i`` of ``steps`` on ``act`` and ``wts`` (neither valid past the last one);
+    return whether a step is offered."""
+    live = i < len(steps)
+    if live:
+        ctx.set(dut.act.payload, steps[i][0])
+        ctx.set(dut.wts.payload, steps[i][1])
+    ctx.set(dut.act.valid, live)
+    ctx.set(dut.wts.valid, live)
+    return live
 
 
 def run_full_rate(problem, dut):
@@ -21,17 +53,8 @@ def run_full_rate(problem, dut):
     results, marks = [], {}
 
     async def testbench(ctx):
-        for name, value in problem.layer_registers(rows, cols).items():
-            ctx.set(getattr(dut, name), value)
-        await ctx.tick()  # the registers three cycles before the first step: these two, the table writes
-        await ctx.tick()
         ctx.set(dut.res.ready, 1)
-        ctx.set(dut.cfg.valid, 1)
-        for addr, lane, bias, mult, shift in problem.table_writes(rows, cols):
-            ctx.set(dut.cfg.payload, {"addr": addr, "lane": lane,
-                                      "entry": {"bias": bias, "multiplier": mult, "shift": shift}})
-            await ctx.tick()
-        ctx.set(dut.cfg.valid, 0)
+        await load_layer(ctx, dut, problem)
         cycle, i = 0, 0
         # (a stuck sequencer or FIFO fails here instead of hanging: at full rate a GEMM takes
         # Accelerator.cycles(), and this allows twice that and more)
@@ -40,11 +63,7 @@ def run_full_rate(problem, dut):
             if cycle > budget:
                 raise AssertionError(f"no progress: {len(results)} of {want} result rows after {cycle} cycles "
                                      f"(Accelerator.cycles() = {dut.cycles(*problem.shape)})")
-            if i < len(steps):
-                ctx.set(dut.act.payload, steps[i][0])
-                ctx.set(dut.wts.payload, steps[i][1])
-            ctx.set(dut.act.valid, i < len(steps))
-            ctx.set(dut.wts.valid, i < len(steps))
+            offer_step(ctx, dut, steps, i)
             _, _, ready, valid, payload = await ctx.tick().sample(dut.act.ready, dut.res.valid, dut.res.payload)
             if i < len(steps) and ready:
                 marks.setdefault("first", cycle)

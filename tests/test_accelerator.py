@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 from golden.fixedpoint import wrap_int32_in_int64
 from hw.accelerator import Accelerator, _nonempty, config_layout
 from hw.multiplier import Multiplier
-from sim.amaranth_bench import run_full_rate
+from sim.amaranth_bench import load_layer, offer_step, run_full_rate, write_tables
 from sim.stimulus import random_problem
 
 
@@ -383,25 +383,12 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
             for name, value in prob.layer_registers(1, 1).items():
                 ctx.set(getattr(dut, name), value)
 
-        async def write_table(prob):
-            ctx.set(dut.cfg.valid, 1)
-            for addr, lane, bias, mult, shift in prob.table_writes(1, 1):
-                ctx.set(dut.cfg.payload, {"addr": addr, "lane": lane,
-                                          "entry": {"bias": bias, "multiplier": mult, "shift": shift}})
-                await ctx.tick()
-            ctx.set(dut.cfg.valid, 0)
-
         async def stream(prob, stop=None):
             steps, rows, i, cycle = list(prob.steps(1, 1)), [], 0, 0
             ctx.set(dut.res.ready, 1)
             while len(rows) < prob.n_result_rows(1, 1) and cycle != stop:
                 assert cycle < 1000, f"{len(rows)} result rows after {cycle} cycles"
-                live = i < len(steps)
-                if live:
-                    ctx.set(dut.act.payload, steps[i][0])
-                    ctx.set(dut.wts.payload, steps[i][1])
-                ctx.set(dut.act.valid, live)
-                ctx.set(dut.wts.valid, live)
+                live = offer_step(ctx, dut, steps, i)
                 _, _, ready, valid, payload = await ctx.tick().sample(dut.act.ready, dut.res.valid, dut.res.payload)
                 i += live and ready
                 if valid:
@@ -412,9 +399,7 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
             return rows
 
         for interrupted, after in pairs:
-            registers(interrupted)
-            await ctx.tick().repeat(2)
-            await write_table(interrupted)
+            await load_layer(ctx, dut, interrupted)
             await stream(interrupted, stop=int(rng.integers(8, 3 * interrupted.shape[1] + 40)))
             ctx.set(cd.rst, 1)
             registers(after)
@@ -426,7 +411,7 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
             assert writes <= 2
             for _ in range(2 - writes):
                 await ctx.tick()
-            await write_table(after)                 # the table, in the cycles before the first step
+            await write_tables(ctx, dut, after)      # the table, in the cycles before the first step
             results.append(await stream(after))      # the first step, three cycles after rst fell
 
     sim = Simulator(top)
@@ -435,7 +420,7 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
     sim.run()
     for (_, prob), rows in zip(pairs, results, strict=True):
         got = prob.assemble(rows, 1, 1)
-        want, st = prob.expected()
+        want, _ = prob.expected()
         assert np.array_equal(((got + 128) % 256) - 128, want), (
             f"M,K,N={prob.shape}: hardware {got.tolist()}, golden {want.tolist()}")
 

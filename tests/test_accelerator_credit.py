@@ -29,6 +29,7 @@ import pytest
 from amaranth.sim import Simulator
 
 from hw.accelerator import Accelerator
+from sim.amaranth_bench import load_layer, offer_step
 from sim.stimulus import random_problem
 
 ADMIT_LAG, READ_LAG = 4, 5
@@ -44,26 +45,12 @@ def run_traced(dut, prob, res_ready):
     offers, reads, rows = [], [], []
 
     async def bench(ctx):
-        for name, value in prob.layer_registers(R, C).items():
-            ctx.set(getattr(dut, name), value)
-        await ctx.tick()  # the registers three cycles before the first step (these two, a table write)
-        await ctx.tick()
-        ctx.set(dut.cfg.valid, 1)
-        for addr, lane, bias, mult, shift in prob.table_writes(R, C):
-            ctx.set(dut.cfg.payload, {"addr": addr, "lane": lane,
-                                      "entry": {"bias": bias, "multiplier": mult, "shift": shift}})
-            await ctx.tick()
-        ctx.set(dut.cfg.valid, 0)
+        await load_layer(ctx, dut, prob)
         budget = 4 * (len(steps) + want) + 2 * dut.latency + 1000
         cycle, i = 0, 0
         while len(rows) < want:
             assert cycle < budget, f"no progress: {len(rows)} of {want} rows after {cycle} cycles"
-            live = i < len(steps)
-            if live:
-                ctx.set(dut.act.payload, steps[i][0])
-                ctx.set(dut.wts.payload, steps[i][1])
-            ctx.set(dut.act.valid, live)
-            ctx.set(dut.wts.valid, live)
+            live = offer_step(ctx, dut, steps, i)
             ready = bool(res_ready(cycle))
             ctx.set(dut.res.ready, ready)
             _, _, a_ready, w_ready, r_valid, payload = await ctx.tick().sample(
