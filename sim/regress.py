@@ -126,10 +126,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
             error, results = str(exc) or type(exc).__name__, []
         build = build_dir(simulator, r, c, rounding, "" if dsp == "generic" else f"_{dsp}")
         _keep_coverage(build, job.tag)
-        junit = SIM_DIR / "junit"
-        junit.mkdir(parents=True, exist_ok=True)
-        for xml in build.glob("*results.xml"):
-            shutil.copy(xml, junit / f"{job.tag}.xml")
+        _keep_junit(build, job.tag)
         config = f"{r}x{c} {rounding}" + ("" if dsp == "generic" else f" {dsp}")
         return {"job": job.tag, "config": config, "simulator": simulator, "tests": len(results),
                 "expected_tests": 3, "compared": sum(x["compared"] for x in results),
@@ -144,9 +141,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
         error, compared, failures, tests = str(exc) or type(exc).__name__, 0, 1, 0
     build = build_dir("verilator", 8, 8, "double", f"_model_{name}")
     _keep_coverage(build, job.tag)
-    for xml in build.glob("*results.xml"):
-        (SIM_DIR / "junit").mkdir(parents=True, exist_ok=True)
-        shutil.copy(xml, SIM_DIR / "junit" / f"{job.tag}.xml")
+    _keep_junit(build, job.tag)
     return {"job": job.tag, "config": f"{name} x{steps}", "simulator": "verilator", "tests": tests,
             "expected_tests": 1, "compared": compared, "failures": failures, "seconds": round(time.monotonic() - t0, 1),
             "error": error, "model": True}
@@ -183,6 +178,17 @@ def print_table(rows):
               f"{row['failures']:>9} {row['seconds']:>8}")
     print(f"{'total':<43} {sum(r['tests'] for r in rows):>5} {sum(r['compared'] for r in rows):>17} "
           f"{sum(r['failures'] for r in rows):>9}")
+
+
+def _keep_junit(build, tag):
+    """Copy the job's cocotb results file (the newest in its build directory: a run killed
+    earlier leaves its own, possibly empty, under another random name) to build/sim/junit/."""
+    xmls = sorted(build.glob("*results.xml"), key=lambda p: p.stat().st_mtime)
+    if xmls:
+        (SIM_DIR / "junit").mkdir(parents=True, exist_ok=True)
+        shutil.copy(xmls[-1], SIM_DIR / "junit" / f"{tag}.xml")
+    for stale in xmls[:-1]:
+        stale.unlink()
 
 
 def merge_junit(files, out):
