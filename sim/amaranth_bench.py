@@ -4,7 +4,7 @@ import time
 
 from amaranth.sim import Simulator
 
-__all__ = ["load_layer", "offer_step", "run_full_rate", "write_tables"]
+__all__ = ["load_layer", "offer_step", "run_full_rate", "set_layer_registers", "write_tables"]
 
 
 async def write_tables(ctx, dut, problem):
@@ -17,11 +17,16 @@ async def write_tables(ctx, dut, problem):
     ctx.set(dut.cfg.valid, 0)
 
 
+def set_layer_registers(ctx, dut, problem):
+    """Drive the per-layer inputs (``k_steps``, ``n_tiles``, ...) with ``problem``'s values."""
+    for name, value in problem.layer_registers(dut.rows, dut.cols).items():
+        ctx.set(getattr(dut, name), value)
+
+
 async def load_layer(ctx, dut, problem):
     """Set the layer registers, wait two cycles, write the tables: the first step may then come in
     the next cycle (the registers three cycles before it, with at least one table write)."""
-    for name, value in problem.layer_registers(dut.rows, dut.cols).items():
-        ctx.set(getattr(dut, name), value)
+    set_layer_registers(ctx, dut, problem)
     await ctx.tick()
     await ctx.tick()
     await write_tables(ctx, dut, problem)
@@ -63,9 +68,9 @@ def run_full_rate(problem, dut):
             if cycle > budget:
                 raise AssertionError(f"no progress: {len(results)} of {want} result rows after {cycle} cycles "
                                      f"(Accelerator.cycles() = {dut.cycles(*problem.shape)})")
-            offer_step(ctx, dut, steps, i)
+            live = offer_step(ctx, dut, steps, i)
             _, _, ready, valid, payload = await ctx.tick().sample(dut.act.ready, dut.res.valid, dut.res.payload)
-            if i < len(steps) and ready:
+            if live and ready:
                 marks.setdefault("first", cycle)
                 i += 1
             if valid:

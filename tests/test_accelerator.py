@@ -15,7 +15,7 @@ from amaranth.sim import Simulator
 from golden.fixedpoint import wrap_int32_in_int64
 from hw.accelerator import Accelerator, _nonempty, config_layout
 from hw.multiplier import Multiplier
-from sim.amaranth_bench import load_layer, offer_step, run_full_rate, write_tables
+from sim.amaranth_bench import load_layer, offer_step, run_full_rate, set_layer_registers, write_tables
 from sim.stimulus import random_problem
 
 
@@ -37,22 +37,13 @@ def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7, lead=3):
         for pi, prob in enumerate(problems):
             while done[0] < pi:  # a new layer's registers/table only after the last one drained
                 await ctx.tick()
-            for name, value in prob.layer_registers(R, C).items():
-                ctx.set(getattr(dut, name), value)
+            set_layer_registers(ctx, dut, prob)
             # (the registers are set three cycles before the first step, as the accelerator needs:
             # this cycle and the next, then at least one table write; problems with one table
             # write test exactly that)
             for _ in range(lead - 1):
                 await ctx.tick()
-            for addr, lane, bias, mult, shift in prob.table_writes(R, C):
-                ctx.set(dut.cfg.payload.addr, addr)
-                ctx.set(dut.cfg.payload.lane, lane)
-                ctx.set(dut.cfg.payload.entry.bias, bias)
-                ctx.set(dut.cfg.payload.entry.multiplier, mult)
-                ctx.set(dut.cfg.payload.entry.shift, shift)
-                ctx.set(dut.cfg.valid, 1)
-                await ctx.tick()
-            ctx.set(dut.cfg.valid, 0)
+            await write_tables(ctx, dut, prob)
             # The two streams driven independently, as a stream's source may: in each cycle either
             # may idle, and an item is sent when it was presented with ``ready`` high.
             steps = list(prob.steps(R, C))
@@ -379,10 +370,6 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
     results = []
 
     async def bench(ctx):
-        def registers(prob):
-            for name, value in prob.layer_registers(1, 1).items():
-                ctx.set(getattr(dut, name), value)
-
         async def stream(prob, stop=None):
             steps, rows, i, cycle = list(prob.steps(1, 1)), [], 0, 0
             ctx.set(dut.res.ready, 1)
@@ -402,7 +389,7 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
             await load_layer(ctx, dut, interrupted)
             await stream(interrupted, stop=int(rng.integers(8, 3 * interrupted.shape[1] + 40)))
             ctx.set(cd.rst, 1)
-            registers(after)
+            set_layer_registers(ctx, dut, after)
             for _ in range(2):
                 await ctx.posedge(cd.clk)            # (a tick would raise DomainReset)
             ctx.set(cd.rst, 0)

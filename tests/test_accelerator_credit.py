@@ -18,8 +18,8 @@ with golden (bypass, so every row is distinct and a row lost, repeated or swappe
 - ``res`` ready at random: the rule with reads landing at every lag.
 
 Tiles are of ``K = p`` steps, the shortest unpadded tile, so they follow each other as closely as
-the array allows; configurations with p = 2, 3, 4 and R = 1, 2, 4 cover both ways
-``ceil(held / p)`` can round in the depth's formula.
+the array allows; configurations with p = 2, 3, 4 and R = 1, 2, 4 cover both ways the credit
+limit's formula rounds (the newest tile being read counted in full or not).
 """
 
 from bisect import bisect_right
