@@ -13,8 +13,9 @@ from amaranth import ClockDomain, Module, Signal
 from amaranth.sim import Simulator
 
 from golden.fixedpoint import wrap_int32_in_int64
-from hw.accelerator import Accelerator, _nonempty, config_layout
+from hw.accelerator import Accelerator, config_layout
 from hw.multiplier import Multiplier
+from hw.output_fifo import nonempty_flag
 from sim.amaranth_bench import load_layer, offer_step, run_full_rate, set_layer_registers, write_tables
 from sim.stimulus import random_problem
 
@@ -223,7 +224,7 @@ def test_nonempty_flag(seed, limit):
     rng = np.random.default_rng(seed + limit)
     m = Module()
     add, remove = Signal(), Signal()
-    nonempty = _nonempty(m, add, remove, limit, "count")
+    nonempty = nonempty_flag(m, add, remove, limit, "count")
     count, checked = 0, [0]
 
     async def bench(ctx):
