@@ -9,7 +9,7 @@ import json
 import os
 import pathlib
 
-from hw.export import export
+from hw.export import export, export_axi
 
 from .ecp5_models import write_ecp5_models
 from .tools import simulator_env
@@ -27,7 +27,7 @@ def build_dir(simulator, rows, cols, rounding, tag_suffix=""):
 
 def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, pauses=True, waves=False,
            max_col_tiles=None, testcase=None, module="sim.tb_accelerator", extra_env=None, tag_suffix="",
-           dsp="generic", long_k=False):
+           dsp="generic", long_k=False, block="core"):
     """Export the configuration, run sim/tb_accelerator.py on it; return the per-test result dicts.
 
     The per-channel tables are sized for the largest N the testbench generates (max_dim). The
@@ -42,7 +42,8 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
         tag_suffix = f"_{dsp}{tag_suffix}"
     build = build_dir(simulator, rows, cols, rounding, tag_suffix)
     build.mkdir(parents=True, exist_ok=True)
-    verilog = export(rows, cols, rounding, out_dir=build, max_col_tiles=max_col_tiles, dsp=dsp)
+    verilog = (export_axi if block == "axi" else export)(rows, cols, rounding, out_dir=build,
+                                                          max_col_tiles=max_col_tiles, dsp=dsp)
     sources = [str(verilog)]
     if dsp == "ecp5":
         sources += [str(path) for path in write_ecp5_models(build)]

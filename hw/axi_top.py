@@ -1,0 +1,247 @@
+"""The AXI top: the accelerator core (:mod:`hw.accelerator`) as drop-in IP.
+
+Ports (AMBA names; one clock, ``sync``, with its synchronous reset: :func:`hw.export.export_axi`
+names them ``aclk`` and ``aresetn``, active low):
+
+- ``s_axil_*``: AXI4-Lite slave, 32-bit data, 12-bit addresses, the register map of
+  :mod:`hw.registers` (docs/registers.md);
+- ``s_axis_act_*``: AXI4-Stream slave, TDATA ``rows`` bytes: one step's activations, lane i in
+  byte i (int8); TLAST on the last step of each GEMM;
+- ``s_axis_wts_*``: AXI4-Stream slave, TDATA ``cols`` bytes: one step's weights, lane j in byte j;
+  TLAST likewise. A step is one transfer on each; the two streams are taken together (TREADY of
+  each waits for the other's TVALID, which AXI4-Stream allows a slave to do);
+- ``m_axis_res_*``: AXI4-Stream master, TDATA ``cols`` x 32 bits: one result row, lane j in bits
+  32j .. 32j+31 (the int8 result sign-extended, or the int32 accumulator with bypass); TLAST on
+  the last row of each GEMM;
+- ``irq``: high while IRQ & IRQ_ENABLE is not zero.
+
+Programming model (:mod:`sim.axi_driver` implements it): write a GEMM's per-channel entries
+through the table window (TABLE_INDEX, TABLE_BIAS, TABLE_MULTIPLIER, TABLE_SHIFT) at rows the
+queued and running GEMMs do not use; write DESC_* and DESC_PUSH; stream its steps (row tile
+outer, column tile inner, k innermost, as for the core); read its rows. Descriptors are checked
+when pushed, queued, and launched one after another (:mod:`hw.gemm_scheduler`): GEMMs with the
+same output stage follow each other without draining the pipeline.
+"""
+
+from amaranth import Cat, Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from .accelerator import Accelerator
+from .axi_lite import AxiLiteSlave, axi_lite_members
+from .gemm_scheduler import GemmScheduler
+from .registers import ERROR_BITS, ID_MAGIC, REGISTERS, VERSION, reg
+from .result_framer import ResultFramer
+
+__all__ = ["AxiAccelerator"]
+
+ADDR_WIDTH = 12
+
+
+class AxiAccelerator(wiring.Component):
+    """The accelerator behind AXI4-Lite and AXI4-Stream (see the module docstring).
+
+    Parameters as :class:`hw.accelerator.Accelerator`, and ``queue_depth`` (descriptors queued,
+    >= 2) and ``flight_depth`` (GEMMs launched whose results are not all out, >= 2).
+    """
+
+    def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed", dsp="generic",
+                 queue_depth=4, flight_depth=4):
+        for name, v in (("queue_depth", queue_depth), ("flight_depth", flight_depth)):
+            if not isinstance(v, int) or not 2 <= v <= 15:
+                raise ValueError(f"{name} must be an integer in 2..15, got {v!r}")
+        self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp)
+        self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
+        self.queue_depth, self.flight_depth = queue_depth, flight_depth
+        super().__init__({
+            **axi_lite_members(ADDR_WIDTH),
+            "s_axis_act_tdata": In(8 * rows), "s_axis_act_tvalid": In(1), "s_axis_act_tready": Out(1),
+            "s_axis_act_tlast": In(1),
+            "s_axis_wts_tdata": In(8 * cols), "s_axis_wts_tvalid": In(1), "s_axis_wts_tready": Out(1),
+            "s_axis_wts_tlast": In(1),
+            "m_axis_res_tdata": Out(32 * cols), "m_axis_res_tvalid": Out(1), "m_axis_res_tready": In(1),
+            "m_axis_res_tlast": Out(1),
+            "irq": Out(1),
+        })
+
+    @property
+    def name(self):
+        return self.core.name.replace("int8_systolic_", "int8_systolic_axi_")
+
+    def elaborate(self, platform):
+        m = Module()
+        m.submodules.core = core = self.core
+        m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
+                                                   queue_depth=self.queue_depth, flight_depth=self.flight_depth)
+        m.submodules.framer = framer = ResultFramer(self.rows)
+        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH)
+        for name in axi_lite_members(ADDR_WIDTH):
+            port, inner = getattr(self, name), getattr(axil, name)
+            m.d.comb += (inner.eq(port) if name[len("s_axil_"):] in _AXIL_INPUTS else port.eq(inner))
+
+        # Streams into the core and out of it, the result stream through the framer (TLAST).
+        m.d.comb += [
+            core.act.payload.as_value().eq(self.s_axis_act_tdata), core.act.valid.eq(self.s_axis_act_tvalid),
+            self.s_axis_act_tready.eq(core.act.ready),
+            core.wts.payload.as_value().eq(self.s_axis_wts_tdata), core.wts.valid.eq(self.s_axis_wts_tvalid),
+            self.s_axis_wts_tready.eq(core.wts.ready),
+            self.m_axis_res_tdata.eq(core.res.payload.as_value()),
+            framer.res_valid.eq(core.res.valid), core.res.ready.eq(framer.res_ready),
+            self.m_axis_res_tvalid.eq(framer.tvalid), framer.tready.eq(self.m_axis_res_tready),
+            self.m_axis_res_tlast.eq(framer.tlast),
+            framer.head_valid.eq(sched.head_valid), framer.head_m.eq(sched.head_m), framer.head_n.eq(sched.head_n),
+            sched.done.eq(framer.done),
+        ]
+        # The running GEMM's settings, from the scheduler.
+        m.d.comb += [getattr(core, f).eq(getattr(sched, f)) for f in
+                     ("k_steps", "n_tiles", "table_base", "output_offset", "act_min", "act_max", "bypass", "hold")]
+        m.d.comb += [sched.admit.eq(core.admit), sched.tile_end.eq(core.tile_end)]
+
+        # A step, registered, with the streams' TLAST: checked a cycle later against whether it
+        # was its GEMM's last (the scheduler's `final_step`, which comes with the core's tile_end).
+        step_d, act_last_d, wts_last_d = Signal(), Signal(), Signal()
+        m.d.sync += [step_d.eq(self.s_axis_act_tvalid & self.s_axis_act_tready),
+                     act_last_d.eq(self.s_axis_act_tlast), wts_last_d.eq(self.s_axis_wts_tlast)]
+
+        # Registers.
+        error = Signal(len(ERROR_BITS))
+        set_error = Signal(len(ERROR_BITS))
+        w1c = Signal(len(ERROR_BITS))
+
+        # (one signal per cause, joined in one assignment: bits of one signal assigned by separate
+        # processes become separate `always @*` blocks, which Icarus does not run at time 0)
+        causes = {b.name: Signal(name=f"error_{b.name.lower()}") for b in ERROR_BITS}
+        m.d.comb += set_error.eq(Cat(causes[b.name] for b in ERROR_BITS))
+
+        def err(name):
+            return causes[name]
+
+        m.d.comb += [err("ACT_TLAST").eq(step_d & (act_last_d != sched.final_step)),
+                     err("WTS_TLAST").eq(step_d & (wts_last_d != sched.final_step))]
+        irq_done = Signal()
+        irq_enable = Signal(2)
+        staged = {name: Signal(32, name=f"staged_{name.lower()}") for name in
+                  ("DESC_K", "DESC_N_TILES", "DESC_M_TILES", "DESC_TABLE_BASE", "DESC_OUTPUT",
+                   "TABLE_INDEX", "TABLE_BIAS", "TABLE_MULTIPLIER")}
+
+        def field(name, fname):
+            f = reg(name).field(fname)
+            return staged[name][f.lsb:f.lsb + f.width]
+
+        desc = sched.desc
+        k, n, mt, base = (field("DESC_K", "K"), field("DESC_N_TILES", "N_TILES"), field("DESC_M_TILES", "M_TILES"),
+                          field("DESC_TABLE_BASE", "BASE"))
+        out = {f: field("DESC_OUTPUT", f.upper()) for f in ("output_offset", "act_min", "act_max", "bypass")}
+        end = Signal(17)
+        m.d.comb += [end.eq(base + n), desc.k.eq(k), desc.n_tiles.eq(n), desc.m_tiles.eq(mt), desc.base.eq(base),
+                     desc.end.eq(end)]
+        m.d.comb += [getattr(desc, f).eq(v) for f, v in out.items()]
+        lane, row = field("TABLE_INDEX", "LANE"), field("TABLE_INDEX", "ROW")
+        m.d.comb += sched.check_row.eq(row)
+
+        # Performance counters.
+        counter_names = ("CYCLES", "BUSY_CYCLES", "STEPS", "ACT_STARVED", "WTS_STARVED", "RES_STALLED", "GEMMS_DONE")
+        counters = {name: Signal(32, name=f"count_{name.lower()}") for name in counter_names}
+        clear = Signal()
+        busy_d, act_idle_d, wts_idle_d, stalled_d, done_d = Signal(), Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [busy_d.eq(sched.busy), act_idle_d.eq(~self.s_axis_act_tvalid),
+                     wts_idle_d.eq(~self.s_axis_wts_tvalid),
+                     stalled_d.eq(self.m_axis_res_tvalid & ~self.m_axis_res_tready), done_d.eq(framer.done)]
+        # between a GEMM's first and last step: set by a step, cleared by the last (both seen a
+        # cycle late, with the streams' TVALID sampled alongside)
+        within = Signal()
+        m.d.sync += within.eq((within | step_d) & ~sched.final_step)
+        incs = {"CYCLES": 1, "BUSY_CYCLES": busy_d, "STEPS": step_d, "ACT_STARVED": within & act_idle_d,
+                "WTS_STARVED": within & wts_idle_d, "RES_STALLED": stalled_d, "GEMMS_DONE": done_d}
+        for name, counter in counters.items():
+            with m.If(clear):
+                m.d.sync += counter.eq(0)
+            with m.Else():
+                m.d.sync += counter.eq(counter + incs[name])
+
+        # Writes.
+        w_addr = axil.w_addr
+        commit = Signal()
+        with m.If(axil.w_stb), m.Switch(w_addr):
+            for name, sig in staged.items():
+                with m.Case(reg(name).offset):
+                    m.d.sync += sig.eq(axil.w_data)
+            with m.Case(reg("ERROR").offset):
+                m.d.comb += w1c.eq(axil.w_data[:len(error)])
+            with m.Case(reg("IRQ").offset), m.If(axil.w_data[0]):
+                m.d.sync += irq_done.eq(0)
+            with m.Case(reg("IRQ_ENABLE").offset):
+                m.d.sync += irq_enable.eq(axil.w_data[:2])
+            with m.Case(reg("CONTROL").offset):
+                m.d.comb += clear.eq(axil.w_data[0])
+            with m.Case(reg("DESC_PUSH").offset):
+                bad = {"DESC_K": k == 0, "DESC_TILES": (n == 0) | (mt == 0),
+                       "DESC_TABLE": end > self.max_col_tiles,
+                       "DESC_BOUNDS": out["act_min"].as_signed() > out["act_max"].as_signed(),
+                       "QUEUE_FULL": sched.full}
+                m.d.comb += [err(name).eq(cond) for name, cond in bad.items()]
+                m.d.comb += sched.push.eq(~Cat(*bad.values()).any())
+            with m.Case(reg("TABLE_SHIFT").offset):
+                m.d.comb += commit.eq(1)
+            with m.Default():
+                m.d.comb += [axil.w_err.eq(1), err("BAD_ACCESS").eq(1)]
+        with m.If(axil.w_partial):
+            m.d.comb += err("BAD_ACCESS").eq(1)
+        # A table entry committed: refused out of range or into a queued or running GEMM's rows.
+        out_of_range = (row >= self.max_col_tiles) | (lane >= self.cols)
+        m.d.comb += [err("TABLE_RANGE").eq(commit & out_of_range),
+                     err("TABLE_BUSY").eq(commit & ~out_of_range & sched.row_busy)]
+        cfg = core.cfg.payload
+        m.d.comb += [core.cfg.valid.eq(commit & ~out_of_range & ~sched.row_busy),
+                     cfg.addr.eq(row), cfg.lane.eq(lane),
+                     cfg.entry.bias.eq(staged["TABLE_BIAS"]), cfg.entry.multiplier.eq(staged["TABLE_MULTIPLIER"]),
+                     cfg.entry.shift.eq(axil.w_data[:6])]
+        with m.If(commit):  # the index moves on whether or not the entry was taken
+            with m.If(lane >= self.cols - 1):
+                m.d.sync += [lane.eq(0), row.eq(row + 1)]
+            with m.Else():
+                m.d.sync += lane.eq(lane + 1)
+        m.d.sync += error.eq((error & ~w1c) | set_error)
+        with m.If(framer.done):
+            m.d.sync += irq_done.eq(1)
+        irq = Signal()
+        m.d.sync += irq.eq((irq_done & irq_enable[0]) | ((error != 0) & irq_enable[1]))
+        m.d.comb += self.irq.eq(irq)
+
+        # Reads: the value a cycle after r_stb, from a register.
+        core_latency = self.core.latency
+        fixed = {
+            "ID": ID_MAGIC, "VERSION": VERSION[0] << 16 | VERSION[1],
+            "CONFIG": self.rows | self.cols << 8 | (self.rounding == "single") << 16 | self.queue_depth << 24,
+            "TABLE_DEPTH": self.max_col_tiles,
+            "LATENCY": core_latency | self.core.min_tile_steps << 16,
+        }
+        status = Signal(32)
+        for fname, value in (("BUSY", sched.busy), ("ACTIVE", sched.active), ("QUEUED", sched.queued),
+                             ("IN_FLIGHT", sched.in_flight)):
+            f = reg("STATUS").field(fname)
+            m.d.comb += status[f.lsb:f.lsb + f.width].eq(value)
+        live = {
+            "STATUS": status,
+            "ERROR": error, "IRQ": Cat(irq_done, error != 0), "IRQ_ENABLE": irq_enable,
+            **staged, **counters,
+        }
+        r_data, r_err = Signal(32), Signal()
+        m.d.comb += [axil.r_data.eq(r_data), axil.r_err.eq(r_err)]
+        with m.If(axil.r_stb):
+            m.d.sync += [r_data.eq(0), r_err.eq(0)]
+            with m.Switch(axil.r_addr):
+                for r in REGISTERS:
+                    with m.Case(r.offset):
+                        if r.name in fixed:
+                            m.d.sync += r_data.eq(fixed[r.name])
+                        elif r.name in live:
+                            m.d.sync += r_data.eq(live[r.name])
+                        # write-only registers read 0
+                with m.Default():
+                    m.d.sync += r_err.eq(1)
+        return m
+
+
+_AXIL_INPUTS = {"awaddr", "awprot", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arprot", "arvalid",
+                "rready"}

@@ -1,0 +1,164 @@
+"""The GEMM scheduler of the AXI top: a descriptor queue, and the launch of each GEMM on the core.
+
+A *descriptor* (:func:`descriptor_layout`) is one GEMM's settings: K, column and row tiles, table
+base and the output stage. Descriptors wait in a queue of ``queue_depth``; the scheduler takes the
+head, drives the core's per-GEMM inputs from it (held stable for the whole GEMM: no timing
+contract is left to the host) and counts the GEMM's tiles as the core admits them. When the last
+tile is admitted it holds further tiles off (:attr:`hw.sequencer.Sequencer.hold`), and after that
+tile's last step it launches the next GEMM:
+
+- at once if the next GEMM's output stage (zero point, bounds, bypass) equals the running one's:
+  only K, the tiles and the table base change, which the core reads at its input, so the new GEMM's
+  first step follows the last one's by :attr:`GemmScheduler.GAP` cycles and the pipeline is not
+  drained (the GEMMs of one layer);
+- otherwise once every result row of the GEMMs in flight has been transferred, since the output
+  stage is read at the end of the pipeline.
+
+A launched GEMM stays *in flight* (an entry of ``flight_depth``: its tiles and table range) until
+its last result row is transferred (``done``); the result framer (:mod:`hw.result_framer`) reads
+the oldest entry's tiles to place TLAST. ``row_busy`` says whether a table row belongs to a queued or
+in-flight GEMM (the register block refuses table writes there).
+
+Launch timing: the core's inputs change in the cycle after a launch, and ``hold`` falls so that
+the GEMM's first step can come ``SETTLE`` cycles after they changed.
+"""
+
+from amaranth import Cat, Module, Signal, signed
+from amaranth.lib import data, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["GemmScheduler", "descriptor_layout"]
+
+
+def descriptor_layout():
+    """One GEMM's settings, as the DESC_* registers hold them, and ``end`` = base + n_tiles (the table
+    rows it reads are [base, end))."""
+    return data.StructLayout({
+        "k": 24, "n_tiles": 16, "m_tiles": 24, "base": 16, "end": 17,
+        "output_offset": signed(8), "act_min": signed(8), "act_max": signed(8), "bypass": 1,
+    })
+
+
+_OUTPUT_FIELDS = ("output_offset", "act_min", "act_max", "bypass")
+
+
+class GemmScheduler(wiring.Component):
+    """Descriptor queue and GEMM launch (see the module docstring).
+
+    ``push`` queues ``desc`` (the caller checks it and ``full`` first). Core side: the per-GEMM
+    settings and ``hold`` are outputs (registers), ``admit``/``tile_end`` the core's tile pulses.
+    ``final_step`` is high in the cycle of the core's ``tile_end`` for a GEMM's last step.
+    """
+
+    # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
+    SETTLE = 3
+
+    def __init__(self, *, max_col_tiles, k_width=24, queue_depth=4, flight_depth=4):
+        self.max_col_tiles, self.queue_depth, self.flight_depth = max_col_tiles, queue_depth, flight_depth
+        Desc = descriptor_layout()
+        super().__init__({
+            "push": In(1), "desc": In(Desc), "full": Out(1),
+            "queued": Out(range(queue_depth + 1)), "in_flight": Out(range(flight_depth + 1)),
+            "active": Out(1), "busy": Out(1),
+            "k_steps": Out(k_width), "n_tiles": Out(range(max_col_tiles + 1)),
+            "table_base": Out(range(max(max_col_tiles, 2))),
+            "output_offset": Out(signed(8)), "act_min": Out(signed(8)), "act_max": Out(signed(8)), "bypass": Out(1),
+            "hold": Out(1, init=1),
+            "admit": In(1), "tile_end": In(1), "final_step": Out(1),
+            "head_valid": Out(1), "head_m": Out(24), "head_n": Out(16), "done": In(1),
+            "check_row": In(16), "row_busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        Desc = descriptor_layout()
+        Q, F = self.queue_depth, self.flight_depth
+
+        # The queue: entry 0 is the head; a pop shifts the others down.
+        queue = [Signal(Desc, name=f"queue{i}") for i in range(Q)]
+        count = Signal(range(Q + 1))
+        pop = Signal()
+        m.d.comb += [self.full.eq(count == Q), self.queued.eq(count)]
+        for i in range(Q):
+            # after a pop, entry i takes entry i + 1, and a push lands at `count` (- 1 with a pop)
+            nxt = queue[i + 1] if i + 1 < Q else queue[i]
+            with m.If(self.push & (count - pop == i)):
+                m.d.sync += queue[i].eq(self.desc)
+            with m.Elif(pop):
+                m.d.sync += queue[i].eq(nxt)
+        m.d.sync += count.eq(count + self.push - pop)
+
+        # GEMMs in flight: (m_tiles, n_tiles, base), oldest first.
+        Flight = data.StructLayout({"m": 24, "n": 16, "base": 16, "end": 17})
+        flight = [Signal(Flight, name=f"flight{i}") for i in range(F)]
+        f_count = Signal(range(F + 1))
+        launch = Signal()
+        head = queue[0]
+        for i in range(F):
+            nxt = flight[i + 1] if i + 1 < F else flight[i]
+            with m.If(launch & (f_count - self.done == i)):
+                m.d.sync += [flight[i].m.eq(head.m_tiles), flight[i].n.eq(head.n_tiles),
+                             flight[i].base.eq(head.base), flight[i].end.eq(head.end)]
+            with m.Elif(self.done):
+                m.d.sync += flight[i].eq(nxt)
+        m.d.sync += f_count.eq(f_count + launch - self.done)
+        m.d.comb += [self.in_flight.eq(f_count), self.head_valid.eq(f_count != 0),
+                     self.head_m.eq(flight[0].m), self.head_n.eq(flight[0].n)]
+
+        # Table rows in use: any queued or in-flight GEMM's [base, end), a flag register per entry
+        # (so `row_busy` is a cycle late: its user, the register block, commits table entries at
+        # least three cycles after any push or change of `check_row`, AXI4-Lite writes being
+        # serial, and entries leaving only make it stricter).
+        entries = [(count > i, queue[i].base, queue[i].end) for i in range(Q)]
+        entries += [(f_count > i, flight[i].base, flight[i].end) for i in range(F)]
+        flags = Signal(len(entries))
+        m.d.sync += flags.eq(Cat(valid & (self.check_row >= base) & (self.check_row < end)
+                                 for valid, base, end in entries))
+        m.d.comb += self.row_busy.eq(flags.any())
+
+        # The running GEMM's settings (the core's inputs) and tile counts: the column tiles after
+        # the next tile to be admitted in its row tile, and the row tiles after its row tile.
+        cur = Signal(Desc)
+        m.d.comb += [self.k_steps.eq(cur.k), self.n_tiles.eq(cur.n_tiles), self.table_base.eq(cur.base)]
+        m.d.comb += [getattr(self, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
+        n_left, m_left = Signal(16), Signal(24)
+        final_tile = Signal()
+        m.d.comb += final_tile.eq((n_left == 0) & (m_left == 0))
+        settle = Signal(range(self.SETTLE + 1))
+        same_output = Signal()
+        m.d.comb += same_output.eq(~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any())
+
+        with m.FSM():
+            with m.State("IDLE"):
+                m.d.comb += launch.eq((count != 0) & (f_count - self.done < F) & (same_output | (f_count == 0)))
+                with m.If(launch):
+                    m.d.comb += pop.eq(1)
+                    m.d.sync += [cur.eq(head), n_left.eq(head.n_tiles - 1), m_left.eq(head.m_tiles - 1),
+                                 settle.eq(self.SETTLE)]
+                    m.next = "SETTLE"
+            with m.State("SETTLE"):
+                m.d.comb += self.active.eq(1)
+                m.d.sync += settle.eq(settle - 1)
+                with m.If(settle == 1):
+                    m.d.sync += self.hold.eq(0)
+                    m.next = "RUN"
+            with m.State("RUN"):
+                m.d.comb += self.active.eq(1)
+                with m.If(self.admit):
+                    with m.If(final_tile):
+                        m.d.sync += self.hold.eq(1)
+                        m.d.comb += self.final_step.eq(self.tile_end)  # K = 1: its first step is its last
+                        with m.If(self.tile_end):
+                            m.next = "IDLE"
+                        with m.Else():
+                            m.next = "TAIL"
+                    with m.Elif(n_left == 0):
+                        m.d.sync += [n_left.eq(cur.n_tiles - 1), m_left.eq(m_left - 1)]
+                    with m.Else():
+                        m.d.sync += n_left.eq(n_left - 1)
+            with m.State("TAIL"):
+                m.d.comb += [self.active.eq(1), self.final_step.eq(self.tile_end)]
+                with m.If(self.tile_end):
+                    m.next = "IDLE"
+        m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
+        return m

@@ -1,0 +1,57 @@
+"""The result framer of the AXI top: TLAST on the last result row of each GEMM, and ``done``.
+
+The core's ``res`` rows come in GEMM order: per GEMM, ``m_tiles * n_tiles`` tiles of ``rows``
+rows. The framer counts them down against the oldest in-flight GEMM's tiles (``head_*`` from
+:class:`hw.gemm_scheduler.GemmScheduler`), passes the stream on as ``tvalid``/``tready`` with
+``tlast`` on that GEMM's last row, and pulses ``done`` when that row is transferred (the scheduler
+then drops the GEMM and the next one's counts load in the cycle after, a cycle without a transfer).
+``tlast`` is a function of registers, stable while ``tvalid`` waits for ``tready``.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["ResultFramer"]
+
+
+class ResultFramer(wiring.Component):
+    """TLAST and GEMM completion on the result stream (see the module docstring)."""
+
+    def __init__(self, rows):
+        self.rows = rows
+        super().__init__({
+            "head_valid": In(1), "head_m": In(24), "head_n": In(16), "done": Out(1),
+            "res_valid": In(1), "res_ready": Out(1),
+            "tvalid": Out(1), "tready": In(1), "tlast": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        loaded = Signal()
+        # rows left in the tile after this one, column tiles left in the row tile, row tiles left
+        row_left = Signal(range(self.rows))
+        n_left, m_left = Signal(16), Signal(24)
+        n_total = Signal(16)
+        last_row = Signal()
+        m.d.comb += last_row.eq((row_left == 0) & (n_left == 0) & (m_left == 0))
+        m.d.comb += [self.tvalid.eq(self.res_valid & loaded), self.res_ready.eq(self.tready & loaded),
+                     self.tlast.eq(last_row)]
+        take = Signal()
+        m.d.comb += take.eq(self.tvalid & self.tready)
+        with m.If(~loaded & self.head_valid):
+            m.d.sync += [loaded.eq(1), row_left.eq(self.rows - 1), n_left.eq(self.head_n - 1),
+                         m_left.eq(self.head_m - 1), n_total.eq(self.head_n)]
+        with m.If(take):
+            with m.If(last_row):
+                m.d.sync += loaded.eq(0)
+                m.d.comb += self.done.eq(1)
+            with m.Elif(row_left != 0):
+                m.d.sync += row_left.eq(row_left - 1)
+            with m.Else():
+                m.d.sync += row_left.eq(self.rows - 1)
+                with m.If(n_left != 0):
+                    m.d.sync += n_left.eq(n_left - 1)
+                with m.Else():
+                    m.d.sync += [n_left.eq(n_total - 1), m_left.eq(m_left - 1)]
+        return m

@@ -1,0 +1,358 @@
+"""cocotb testbench of the AXI top (hw.axi_top), through the register-level driver (sim.axi_driver).
+
+Every result row of every GEMM is compared with the golden model. Configuration from the
+environment, as sim.tb_accelerator: TB_ROWS, TB_COLS, TB_ROUNDING, TB_MAX_COL_TILES, TB_SEED,
+TB_PROBLEMS, TB_MAX_DIM, TB_PAUSES, TB_RESULTS.
+"""
+
+import json
+import os
+import random
+
+import cocotb
+import numpy as np
+from cocotb.clock import Clock
+from cocotb.triggers import Event, RisingEdge, with_timeout
+
+from hw.accelerator import Accelerator
+from hw.registers import ERROR_BITS, ID_MAGIC, VERSION, reg
+
+from .axi_driver import AxiDriver
+from .stimulus import random_problem
+
+ROWS = int(os.environ.get("TB_ROWS", "2"))
+COLS = int(os.environ.get("TB_COLS", "2"))
+ROUNDING = os.environ.get("TB_ROUNDING", "double")
+MAX_COL_TILES = int(os.environ.get("TB_MAX_COL_TILES", "8"))
+SEED = int(os.environ.get("TB_SEED", "1"))
+N_PROBLEMS = int(os.environ.get("TB_PROBLEMS", "6"))
+MAX_DIM = int(os.environ.get("TB_MAX_DIM", "12"))
+PAUSES = os.environ.get("TB_PAUSES", "1") == "1"
+RESULTS = os.environ.get("TB_RESULTS")
+QUEUE_DEPTH = 4
+
+
+def error_bit(name):
+    return 1 << reg("ERROR").field(name).lsb
+
+
+def pauses(seed, p):
+    rng = random.Random(seed)
+    while True:
+        yield rng.random() < p
+
+
+class TB:
+    """Clock, reset, the driver, a monitor of the ports (steps, TVALID gaps, stalls) and the scoreboard."""
+
+    def __init__(self, dut):
+        self.dut = dut
+        self.drv = AxiDriver(dut, ROWS, COLS)
+        self.compared = self.failures = 0
+        self.cycles = 0
+        self.watch = {"steps": 0, "act_starved": 0, "wts_starved": 0, "res_stalled": 0, "within": False}
+        cocotb.start_soon(Clock(dut.aclk, 10, unit="ns").start())
+        cocotb.start_soon(self._monitor())
+
+    def set_pauses(self, seed, on=PAUSES):
+        d = self.drv
+        if on:
+            d.act.set_pause_generator(pauses(seed, 0.2))
+            d.wts.set_pause_generator(pauses(seed + 1, 0.2))
+            d.res.set_pause_generator(pauses(seed + 2, 0.3))
+        else:
+            for s in (d.act, d.wts, d.res):
+                s.set_pause_generator(None)
+
+    async def reset(self, cycles=4):
+        self.dut.aresetn.value = 0
+        for _ in range(cycles):
+            await RisingEdge(self.dut.aclk)
+        self.dut.aresetn.value = 1
+        await RisingEdge(self.dut.aclk)
+
+    async def _monitor(self):
+        """Counts at the ports what the performance counters count, independently: steps, cycles
+        strictly between a GEMM's first and last step without TVALID, result stalls."""
+        dut, w = self.dut, self.watch
+        while True:
+            await RisingEdge(dut.aclk)
+            self.cycles += 1
+            if not dut.aresetn.value:
+                w["within"] = False
+                continue
+            step = bool(dut.s_axis_act_tvalid.value and dut.s_axis_act_tready.value)
+            if w["within"] and not step:
+                w["act_starved"] += not dut.s_axis_act_tvalid.value
+                w["wts_starved"] += not dut.s_axis_wts_tvalid.value
+            if step:
+                w["steps"] += 1
+                w["within"] = not dut.s_axis_act_tlast.value
+            w["res_stalled"] += bool(dut.m_axis_res_tvalid.value and not dut.m_axis_res_tready.value)
+
+    def check(self, problem, got, label):
+        want, st = problem.expected()
+        if not problem.bypass:
+            got = ((got + 128) % 256) - 128
+        self.compared += want.size
+        bad = np.argwhere(got != want)
+        for i, j in bad[:5]:
+            self.dut._log.error(f"{label}: MISMATCH at [{i},{j}]: hardware {int(got[i, j])}, golden stages "
+                                f"{st.at((int(i), int(j)))}; reproduce with TB_SEED={SEED}")
+        self.failures += len(bad)
+        return len(bad) == 0
+
+    async def run_queue(self, problems, label, bases):
+        """Problems through the queue, GEMM i's table at bases[i % len(bases)]: the first len(bases)
+        GEMMs' tables and descriptors are written before any step is sent, so they run back to back
+        (and overlap in the pipeline); each later GEMM's table is written, and its descriptor
+        pushed, once the GEMM that last used its rows has all its results in."""
+        done = [Event() for _ in problems]
+        ok = [True]
+        budget = 2000 + 50 * sum(p.shape[1] * np.prod(p.tiles(ROWS, COLS)) + 3 * p.shape[2] for p in problems)
+
+        async def receiver():
+            for i, p in enumerate(problems):
+                got = await with_timeout(self.drv.receive(p), 10 * budget, "ns")
+                ok[0] &= self.check(p, got, f"{label} GEMM {i} M,K,N={p.shape}")
+                done[i].set()
+
+        rx = cocotb.start_soon(receiver())
+        ahead = len(bases)
+        for i, p in enumerate(problems[:ahead]):
+            await self.drv.load_table(p, bases[i])
+            await self.drv.push(p, bases[i])
+        for p in problems[:ahead]:
+            cocotb.start_soon(self.drv.send_steps(p))
+        for i, p in enumerate(problems[ahead:], start=ahead):
+            await done[i - ahead].wait()
+            await self.drv.load_table(p, bases[i % ahead])
+            await self.drv.push(p, bases[i % ahead])
+            cocotb.start_soon(self.drv.send_steps(p))
+        await rx
+        return ok[0]
+
+    def write_results(self, name):
+        if RESULTS:
+            with open(RESULTS, "a") as f:
+                f.write(json.dumps({"test": name, "compared": self.compared, "failures": self.failures,
+                                    "cycles": self.cycles}) + "\n")
+
+
+def problems_in_layers(rng, count):
+    """Random GEMMs, in runs of one to three sharing an output stage (the GEMMs of a layer, which
+    the queue starts without draining), some in bypass."""
+    out = []
+    while len(out) < count:
+        first = random_problem(rng, *(int(x) for x in rng.integers(1, MAX_DIM + 1, 3)), rounding=ROUNDING,
+                               bypass=rng.random() < 0.15)
+        out.append(first)
+        for _ in range(int(rng.integers(0, 3))):
+            p = random_problem(rng, *(int(x) for x in rng.integers(1, MAX_DIM + 1, 3)), rounding=ROUNDING)
+            p.output_offset, p.act_min, p.act_max, p.bypass = first.output_offset, first.act_min, first.act_max, \
+                first.bypass
+            out.append(p)
+    return out[:count]
+
+
+def table_regions(count):
+    """``count`` disjoint table regions (their bases) and the most column tiles a GEMM may use."""
+    size = MAX_COL_TILES // count
+    return tuple(range(0, count * size, size)), size
+
+
+def fitting(rng, problems, max_tiles):
+    for p in problems:
+        n_tiles = p.tiles(ROWS, COLS)[1]
+        if n_tiles > max_tiles:
+            p.rhs = p.rhs[:, :max_tiles * COLS]
+            p.bias = p.bias[:max_tiles * COLS]
+            p.output_multiplier = np.asarray(p.output_multiplier)[:max_tiles * COLS]
+            p.output_shift = np.asarray(p.output_shift)[:max_tiles * COLS]
+    return problems
+
+
+@cocotb.test()
+async def registers(dut):
+    """ID, configuration, SLVERR on unmapped and read-only offsets, ERROR's write-1-to-clear."""
+    tb = TB(dut)
+    await tb.reset()
+    d = tb.drv
+    info = await d.identify()
+    model = Accelerator.model(ROWS, COLS, rounding=ROUNDING, max_col_tiles=MAX_COL_TILES)
+    want = {"rows": ROWS, "cols": COLS, "rounding": ROUNDING, "queue_depth": QUEUE_DEPTH,
+            "table_depth": MAX_COL_TILES, "latency": model.latency, "min_tile_steps": model.min_tile_steps}
+    assert info == want, f"configuration registers {info}, elaborated {want}"
+    assert await d.read("ID") == ID_MAGIC
+    assert await d.read("VERSION") == VERSION[0] << 16 | VERSION[1]
+    value, resp = await d.read_offset(0x3FC)
+    assert resp != 0, f"an unmapped read answered {resp}"
+    assert value == 0, f"an unmapped read returned {value}"
+    assert await d.write_offset(reg("ID").offset, 5) != 0, "a write to ID was not refused"
+    assert await d.read("ERROR") == error_bit("BAD_ACCESS")
+    assert await d.write_offset(0x7F0, 5) != 0, "a write to an unmapped offset was not refused"
+    await d.write("ERROR", error_bit("BAD_ACCESS"))
+    assert await d.read("ERROR") == 0, "ERROR did not clear on write-1"
+    for name in ("DESC_K", "DESC_OUTPUT", "TABLE_BIAS"):
+        await d.write(name, 0x00ABCDEF)
+        assert await d.read(name) == 0x00ABCDEF, f"{name} does not read back"
+    tb.write_results("registers")
+
+
+@cocotb.test()
+async def random_gemms(dut):
+    """Random GEMMs through the descriptor queue with double-buffered tables, idle gaps and
+    backpressure on every stream, every output compared with golden."""
+    tb = TB(dut)
+    tb.set_pauses(SEED)
+    await tb.reset()
+    rng = np.random.default_rng(SEED)
+    bases, max_tiles = table_regions(4)
+    problems = fitting(rng, problems_in_layers(rng, N_PROBLEMS), max_tiles)
+    ok = await tb.run_queue(problems, "random", bases)
+    assert await tb.drv.read("ERROR") == 0, f"ERROR = {await tb.drv.read('ERROR'):#x} after legal GEMMs"
+    tb.write_results("random_gemms")
+    assert ok, f"{tb.failures} of {tb.compared} outputs differ from golden (seed {SEED})"
+
+
+@cocotb.test()
+async def counters(dut):
+    """Back-to-back GEMMs of one layer: the performance counters against the port monitor, and,
+    at full rate, the gap between GEMMs against the scheduler's launch timing."""
+    tb = TB(dut)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 3)
+    bases, max_tiles = table_regions(4)
+    d = tb.drv
+    for run, paused in enumerate((False, True)):
+        tb.set_pauses(SEED + 10 * run, on=paused)
+        problems = fitting(rng, [random_problem(rng, int(rng.integers(ROWS, 3 * ROWS)), int(rng.integers(1, 9)),
+                                                int(rng.integers(1, 3 * COLS)), rounding=ROUNDING)
+                                 for _ in range(3)], max_tiles)
+        for p in problems[1:]:
+            p.output_offset, p.act_min, p.act_max = problems[0].output_offset, problems[0].act_min, problems[0].act_max
+        for w in ("steps", "act_starved", "wts_starved", "res_stalled"):
+            tb.watch[w] = 0
+        await d.write("CONTROL", 1)
+        ok = await tb.run_queue(problems, f"counters run {run}", bases)
+        for _ in range(5):
+            await RisingEdge(dut.aclk)
+        got = {name: await d.read(name) for name in ("STEPS", "ACT_STARVED", "WTS_STARVED", "RES_STALLED",
+                                                      "GEMMS_DONE")}
+        want = {"STEPS": tb.watch["steps"], "ACT_STARVED": tb.watch["act_starved"],
+                "WTS_STARVED": tb.watch["wts_starved"], "RES_STALLED": tb.watch["res_stalled"],
+                "GEMMS_DONE": len(problems)}
+        steps = sum(p.shape[1] * np.prod(p.tiles(ROWS, COLS)) for p in problems)
+        assert want["STEPS"] == steps, f"monitor saw {want['STEPS']} steps, the GEMMs have {steps}"
+        assert got == want, f"counters {got}, monitor {want}"
+        assert ok, f"{tb.failures} outputs differ from golden"
+    tb.write_results("counters")
+
+
+@cocotb.test()
+async def errors(dut):
+    """Every ERROR bit provoked (and the refused descriptor or entry not used), IRQ raised, and a
+    GEMM exact afterwards."""
+    tb = TB(dut)
+    await tb.reset()
+    d = tb.drv
+    rng = np.random.default_rng(SEED + 7)
+    p = fitting(rng, [random_problem(rng, ROWS + 1, 5, COLS + 1, rounding=ROUNDING)], 2)[0]
+    await d.write("IRQ_ENABLE", 0b10)
+
+    async def expect(bit, what):
+        got = await d.read("ERROR")
+        assert got == error_bit(bit), f"{what}: ERROR = {got:#x}, expected {bit} only"
+        assert dut.irq.value == 1, f"{what}: irq low with IRQ_ENABLE.ERROR set"
+        assert await d.read("STATUS") & 0xFF0 == 0, f"{what}: a refused descriptor was queued"
+        await d.write("ERROR", got)
+        assert await d.read("ERROR") == 0
+        assert dut.irq.value == 0
+
+    await d.push(p, 0, DESC_K=0)
+    await expect("DESC_K", "K = 0")
+    await d.push(p, 0, DESC_N_TILES=0)
+    await expect("DESC_TILES", "zero column tiles")
+    await d.push(p, 0, DESC_M_TILES=0)
+    await expect("DESC_TILES", "zero row tiles")
+    await d.push(p, MAX_COL_TILES - 1)
+    await expect("DESC_TABLE", "tiles past the table")
+    await d.push(p, 0, DESC_OUTPUT=(5 << 8) | (4 << 16))
+    await expect("DESC_BOUNDS", "act_min > act_max")
+    await d.write("TABLE_INDEX", MAX_COL_TILES << 8)
+    await d.write("TABLE_SHIFT", 0)
+    await expect("TABLE_RANGE", "table row out of range")
+    await d.write("TABLE_INDEX", COLS)
+    await d.write("TABLE_SHIFT", 0)
+    await expect("TABLE_RANGE", "lane out of range")
+    # a running GEMM's rows refuse writes; the GEMM waits for its steps meanwhile
+    await d.load_table(p, 0)
+    await d.push(p, 0)
+    await d.write("TABLE_INDEX", 0)
+    await d.write("TABLE_SHIFT", 0)
+    await expect_queued(d, tb, "TABLE_BUSY")
+    # the queue: one GEMM running (no steps sent), QUEUE_DEPTH queued, one more refused
+    for _ in range(QUEUE_DEPTH):
+        await d.push(p, 0)
+    assert await d.read("ERROR") == 0
+    await d.push(p, 0)
+    assert await d.read("ERROR") == error_bit("QUEUE_FULL")
+    await d.write("ERROR", error_bit("QUEUE_FULL"))
+    # run them all; the table written before is intact (the refused writes did not land)
+    ok = True
+    for i in range(QUEUE_DEPTH + 1):
+        await d.send_steps(p)
+        ok &= tb.check(p, await d.receive(p), f"queued GEMM {i}")
+    # TLAST one step early on the activations, then missing on the weights' last step
+    a, w = d.step_frames(p)
+    await d.push(p, 0)
+    await d.act.send(type(a)(a.tdata[:-ROWS]))
+    await d.act.send(type(a)(a.tdata[-ROWS:]))
+    await d.wts.send(w)
+    ok &= tb.check(p, await d.receive(p), "act TLAST early")
+    assert await d.read("ERROR") == error_bit("ACT_TLAST"), "an early TLAST on s_axis_act was not flagged"
+    await d.write("ERROR", error_bit("ACT_TLAST"))
+    await d.push(p, 0)
+    await d.push(p, 0)
+    await d.act.send(a)
+    await d.act.send(a)
+    await d.wts.send(type(w)(w.tdata + w.tdata))  # one frame for two GEMMs: TLAST missing on the first's end
+    ok &= tb.check(p, await d.receive(p), "wts TLAST missing (1)")
+    ok &= tb.check(p, await d.receive(p), "wts TLAST missing (2)")
+    assert await d.read("ERROR") == error_bit("WTS_TLAST"), "a missing TLAST on s_axis_wts was not flagged"
+    await d.write("ERROR", error_bit("WTS_TLAST"))
+    assert {b.name for b in ERROR_BITS} == ERROR_BITS_TESTED, "an ERROR bit is not provoked here"
+    tb.write_results("errors")
+    assert ok, f"{tb.failures} outputs differ from golden"
+
+
+ERROR_BITS_TESTED = {"DESC_K", "DESC_TILES", "DESC_TABLE", "DESC_BOUNDS", "QUEUE_FULL", "TABLE_RANGE", "TABLE_BUSY",
+                     "ACT_TLAST", "WTS_TLAST", "BAD_ACCESS"}
+
+
+async def expect_queued(d, tb, bit):
+    got = await d.read("ERROR")
+    assert got == error_bit(bit), f"ERROR = {got:#x}, expected {bit}"
+    await d.write("ERROR", got)
+
+
+@cocotb.test()
+async def reset_mid_stream(dut):
+    """aresetn in the middle of a GEMM, then a clean GEMM that must be exact."""
+    tb = TB(dut)
+    tb.set_pauses(SEED + 20)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 21)
+    bases, max_tiles = table_regions(4)
+    p = fitting(rng, [random_problem(rng, 3 * ROWS, 20, 2 * COLS, rounding=ROUNDING)], max_tiles)[0]
+    await tb.drv.load_table(p, 0)
+    await tb.drv.push(p, 0)
+    cocotb.start_soon(tb.drv.send_steps(p))
+    for _ in range(int(rng.integers(10, 60))):
+        await RisingEdge(dut.aclk)
+    await tb.reset()
+    assert await tb.drv.read("STATUS") == 0, "busy after reset"
+    q = fitting(rng, [random_problem(rng, ROWS + 1, 9, COLS + 1, rounding=ROUNDING)], max_tiles)[0]
+    ok = await tb.run_queue([q], "after reset", bases)
+    tb.write_results("reset_mid_stream")
+    assert ok, f"{tb.failures} outputs differ after a mid-stream reset"
