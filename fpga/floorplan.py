@@ -52,6 +52,9 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
     """``{cell name: bel}`` for the MULT18X18D (and, for the accelerator, DP16KD) cells of a ``block``
     (see :mod:`fpga.synth`), or None."""
     per_row = len(_XS) // rows
+    # (the AXI top holds the accelerator as its submodule `core`: the same plan one level down)
+    top = "core.core." if block == "axi" else "core."
+    block = "accelerator" if block == "axi" else block
     has_array, has_lanes = block in ("accelerator", "array"), block in ("accelerator", "lane")
     if has_array and (per_row == 0 or cols > per_row * len(_ARRAY_ROWS)):
         return None
@@ -59,7 +62,7 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
         return None
     plan, column_x, lane_x = {}, [], []
     if has_array:
-        prefix = "core.array." if block == "accelerator" else "core."
+        prefix = f"{top}array." if block == "accelerator" else top
         for j in range(cols):
             dsp_row, k = divmod(j, per_row)
             slots = [k * rows + i for i in range(rows)]
@@ -70,7 +73,7 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
                 plan[f"{prefix}pe_{i}_{j}.mul.dsp"] = _site(_XS[s], y)
             column_x.append(sum(_XS[s] for s in slots) / rows)
     if has_lanes:
-        lanes = [f"core.requant{j}." for j in range(cols)] if block == "accelerator" else ["core.rq."]
+        lanes = [f"{top}requant{j}." for j in range(cols)] if block == "accelerator" else [f"{top}rq."]
         free = [True] * len(_XS)
         for j, prefix in enumerate(lanes):
             want = column_x[j] if column_x else _XS[4 * j]
@@ -81,7 +84,7 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
                 plan[f"{prefix}mul_{name}.dsp"] = _site(_XS[start + n], _LANE_ROW)
             lane_x.append(sum(_XS[start:start + len(_PARTIALS)]) / len(_PARTIALS))
     if block == "accelerator":
-        plan.update(_bram_plan(lane_x))
+        plan.update(_bram_plan(lane_x, top))
     return plan
 
 
@@ -95,7 +98,7 @@ _TABLE_ROW, _FIFO_ROW = 22, 46
 _TABLE_BRAMS = 4
 
 
-def _bram_plan(lane_x):
+def _bram_plan(lane_x, top="core."):
     """Block RAM sites: each lane's table (four DP16KDs) on consecutive sites of the row above the
     lanes, as close to above the lane as free sites allow; the output FIFOs (two per lane) on
     consecutive sites in the middle of the row between the array's two rows, in the lanes' order, so
@@ -111,7 +114,7 @@ def _bram_plan(lane_x):
         for k in range(_TABLE_BRAMS):
             free[start + k] = False
             x = _EBR_XS[start + k]
-            plan[f"core.table{j}.bram{k}"] = f"X{x}/Y{_TABLE_ROW}/{_EBR_BELS[x]}"
+            plan[f"{top}table{j}.bram{k}"] = f"X{x}/Y{_TABLE_ROW}/{_EBR_BELS[x]}"
     count = 2 * len(lane_x)
     if count > len(_EBR_XS):
         return {}
@@ -120,7 +123,7 @@ def _bram_plan(lane_x):
     for n, j in enumerate(sorted(range(len(lane_x)), key=lambda j: lane_x[j])):  # in the lanes' order
         for k in range(2):
             x = xs[2 * n + k]
-            plan[f"core.fifo{j}.bram{k}"] = f"X{x}/Y{_FIFO_ROW}/{_EBR_BELS[x]}"
+            plan[f"{top}fifo{j}.bram{k}"] = f"X{x}/Y{_FIFO_ROW}/{_EBR_BELS[x]}"
     return plan
 
 

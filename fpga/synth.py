@@ -42,6 +42,7 @@ from fpga.floorplan import apply as apply_floorplan
 from fpga.floorplan import ecp5_floorplan
 from hw.accelerator import Accelerator
 from hw.array import SystolicArray
+from hw.axi_top import AxiAccelerator
 from hw.narrow_io import NarrowIO
 from hw.requantizer import RequantInput, Requantizer
 
@@ -49,7 +50,7 @@ __all__ = ["BLOCKS", "TARGETS", "SynthError", "synthesize"]
 
 # What is placed and routed: the accelerator (the default), or one of its blocks alone, to see
 # where timing stands block by block.
-BLOCKS = ("accelerator", "array", "lane")
+BLOCKS = ("accelerator", "array", "lane", "axi")
 
 
 class Lane(wiring.Component):
@@ -164,6 +165,8 @@ def config_name(target, rows, cols, rounding, block="accelerator"):
         return f"{target}_lane_{rounding}"
     if block == "array":
         return f"{target}_array_{rows}x{cols}"
+    if block == "axi":
+        return f"{target}_axi_{rows}x{cols}_{rounding}"
     return f"{target}_{rows}x{cols}_{rounding}"
 
 
@@ -289,6 +292,9 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
     if block == "accelerator":
         core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"],
                            dsp=spec["dsp"])
+    elif block == "axi":
+        core = AxiAccelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"],
+                              dsp=spec["dsp"])
     elif block == "array":
         core = SystolicArray(rows, cols, dsp=spec["dsp"])
     else:
@@ -315,7 +321,9 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
         "max_col_tiles": max_col_tiles, "ram": spec["ram"], "dsp": spec["dsp"],
         "block": block,
         "requantizer_latency": Requantizer.latency if block != "array" else None,
-        "accelerator_latency": core.latency if block == "accelerator" else None, "fits": True,
+        "accelerator_latency": {"accelerator": getattr(core, "latency", None),
+                                "axi": getattr(getattr(core, "core", None), "latency", None)}.get(block),
+        "fits": True,
         "luts": counts["luts"], "ffs": counts["ffs"],
         "wrapper": {"luts": wrapper["luts"], "ffs": wrapper["ffs"]},
         "core": {"luts": counts["luts"] - wrapper["luts"], "ffs": counts["ffs"] - wrapper["ffs"]},
@@ -458,7 +466,7 @@ def format_table(results):
     for r in results:
         block = r.get("block", "accelerator")
         design = {"accelerator": f"{r['rows']}x{r['cols']}", "array": f"array {r['rows']}x{r['cols']}",
-                  "lane": "one lane"}[block]
+                  "lane": "one lane", "axi": f"AXI top {r['rows']}x{r['cols']}"}[block]
         if r.get("unplaced_seeds") and r["fits"]:
             unplaced = ", ".join(str(s) for s in r["unplaced_seeds"])
             design += f" (seed {r['seed']}; not placed with {unplaced})"

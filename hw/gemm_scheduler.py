@@ -19,8 +19,10 @@ its last result row is transferred (``done``); the result framer (:mod:`hw.resul
 the oldest entry's tiles to place TLAST. ``row_busy`` says whether a table row belongs to a queued or
 in-flight GEMM (the register block refuses table writes there).
 
-Launch timing: the core's inputs change in the cycle after a launch, and ``hold`` falls so that
-the GEMM's first step can come ``SETTLE`` cycles after they changed.
+Launch timing: a GEMM is launched in the cycle the core reports the previous one's last step
+(its ``tile_end``), or later; the core's inputs change in the next cycle, and ``hold`` falls so
+that the GEMM's first step can come ``SETTLE`` cycles after they changed. Between two GEMMs of one
+output stage queued in time, the first step comes :attr:`GemmScheduler.GAP` cycles after the last.
 """
 
 from amaranth import Cat, Module, Signal, signed
@@ -52,6 +54,9 @@ class GemmScheduler(wiring.Component):
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
     SETTLE = 3
+    # From a GEMM's last step to the next one's first, at the earliest: tile_end, the launch's
+    # register, then SETTLE cycles.
+    GAP = 2 + SETTLE
 
     def __init__(self, *, max_col_tiles, k_width=24, queue_depth=4, flight_depth=4):
         self.max_col_tiles, self.queue_depth, self.flight_depth = max_col_tiles, queue_depth, flight_depth
@@ -128,13 +133,19 @@ class GemmScheduler(wiring.Component):
         same_output = Signal()
         m.d.comb += same_output.eq(~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any())
 
+        # `ending`: no GEMM is taking steps after this cycle (idle, or the running GEMM's last step's
+        # tile_end is now), so the next may be launched: its settings reach the core in the next
+        # cycle, as the sequencer's contract allows.
+        ending = Signal()
+        m.d.comb += launch.eq(ending & (count != 0) & (f_count - self.done < F) & (same_output | (f_count == 0)))
+        with m.If(launch):
+            m.d.comb += pop.eq(1)
+            m.d.sync += [cur.eq(head), n_left.eq(head.n_tiles - 1), m_left.eq(head.m_tiles - 1),
+                         settle.eq(self.SETTLE)]
         with m.FSM():
             with m.State("IDLE"):
-                m.d.comb += launch.eq((count != 0) & (f_count - self.done < F) & (same_output | (f_count == 0)))
+                m.d.comb += ending.eq(1)
                 with m.If(launch):
-                    m.d.comb += pop.eq(1)
-                    m.d.sync += [cur.eq(head), n_left.eq(head.n_tiles - 1), m_left.eq(head.m_tiles - 1),
-                                 settle.eq(self.SETTLE)]
                     m.next = "SETTLE"
             with m.State("SETTLE"):
                 m.d.comb += self.active.eq(1)
@@ -147,18 +158,22 @@ class GemmScheduler(wiring.Component):
                 with m.If(self.admit):
                     with m.If(final_tile):
                         m.d.sync += self.hold.eq(1)
-                        m.d.comb += self.final_step.eq(self.tile_end)  # K = 1: its first step is its last
-                        with m.If(self.tile_end):
+                        # K = 1: the tile's first step is its last, and its tile_end comes with its admit
+                        m.d.comb += [self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
+                        m.next = "TAIL"
+                        with m.If(launch):
+                            m.next = "SETTLE"
+                        with m.Elif(self.tile_end):
                             m.next = "IDLE"
-                        with m.Else():
-                            m.next = "TAIL"
                     with m.Elif(n_left == 0):
                         m.d.sync += [n_left.eq(cur.n_tiles - 1), m_left.eq(m_left - 1)]
                     with m.Else():
                         m.d.sync += n_left.eq(n_left - 1)
             with m.State("TAIL"):
-                m.d.comb += [self.active.eq(1), self.final_step.eq(self.tile_end)]
-                with m.If(self.tile_end):
+                m.d.comb += [self.active.eq(1), self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
+                with m.If(launch):
+                    m.next = "SETTLE"
+                with m.Elif(self.tile_end):
                     m.next = "IDLE"
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
         return m

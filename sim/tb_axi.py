@@ -15,6 +15,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import Event, RisingEdge, with_timeout
 
 from hw.accelerator import Accelerator
+from hw.gemm_scheduler import GemmScheduler
 from hw.registers import ERROR_BITS, ID_MAGIC, VERSION, reg
 
 from .axi_driver import AxiDriver
@@ -50,7 +51,8 @@ class TB:
         self.drv = AxiDriver(dut, ROWS, COLS)
         self.compared = self.failures = 0
         self.cycles = 0
-        self.watch = {"steps": 0, "act_starved": 0, "wts_starved": 0, "res_stalled": 0, "within": False}
+        self.watch = {"steps": 0, "act_starved": 0, "wts_starved": 0, "res_stalled": 0, "busy": 0, "within": False,
+                      "outstanding": 0, "pushes": {}, "spans": [], "results": []}
         cocotb.start_soon(Clock(dut.aclk, 10, unit="ns").start())
         cocotb.start_soon(self._monitor())
 
@@ -73,22 +75,39 @@ class TB:
 
     async def _monitor(self):
         """Counts at the ports what the performance counters count, independently: steps, cycles
-        strictly between a GEMM's first and last step without TVALID, result stalls."""
+        strictly between a GEMM's first and last step without TVALID, result stalls, and busy
+        cycles (STATUS.BUSY: from the second cycle after an accepted DESC_PUSH write to the cycle
+        its GEMM's last result row is transferred); records each GEMM's first and last step and
+        its last result's cycle. Each sample at a rising edge is of the cycle that edge ends."""
         dut, w = self.dut, self.watch
+        push = reg("DESC_PUSH").offset
         while True:
             await RisingEdge(dut.aclk)
             self.cycles += 1
+            c = self.cycles
             if not dut.aresetn.value:
-                w["within"] = False
+                w.update(within=False, outstanding=0, pushes={})
                 continue
+            w["outstanding"] += w["pushes"].pop(c, 0)
+            w["busy"] += w["outstanding"] > 0
             step = bool(dut.s_axis_act_tvalid.value and dut.s_axis_act_tready.value)
             if w["within"] and not step:
                 w["act_starved"] += not dut.s_axis_act_tvalid.value
                 w["wts_starved"] += not dut.s_axis_wts_tvalid.value
             if step:
                 w["steps"] += 1
+                if not w["within"]:
+                    w["spans"].append([c, None])
                 w["within"] = not dut.s_axis_act_tlast.value
+                if not w["within"]:
+                    w["spans"][-1][1] = c
             w["res_stalled"] += bool(dut.m_axis_res_tvalid.value and not dut.m_axis_res_tready.value)
+            if dut.m_axis_res_tvalid.value and dut.m_axis_res_tready.value and dut.m_axis_res_tlast.value:
+                w["outstanding"] -= 1
+                w["results"].append(c)
+            if (dut.s_axil_awvalid.value and dut.s_axil_awready.value and dut.s_axil_awaddr.value == push
+                    and dut.s_axil_wstrb.value == 0b1111):
+                w["pushes"][c + 2] = w["pushes"].get(c + 2, 0) + 1
 
     def check(self, problem, got, label):
         want, st = problem.expected()
@@ -231,22 +250,46 @@ async def counters(dut):
                                  for _ in range(3)], max_tiles)
         for p in problems[1:]:
             p.output_offset, p.act_min, p.act_max = problems[0].output_offset, problems[0].act_min, problems[0].act_max
-        for w in ("steps", "act_starved", "wts_starved", "res_stalled"):
-            tb.watch[w] = 0
         await d.write("CONTROL", 1)
+        for w in ("steps", "act_starved", "wts_starved", "res_stalled", "busy"):
+            tb.watch[w] = 0
+        tb.watch.update(spans=[], results=[])
         ok = await tb.run_queue(problems, f"counters run {run}", bases)
         for _ in range(5):
             await RisingEdge(dut.aclk)
         got = {name: await d.read(name) for name in ("STEPS", "ACT_STARVED", "WTS_STARVED", "RES_STALLED",
-                                                      "GEMMS_DONE")}
+                                                      "GEMMS_DONE", "BUSY_CYCLES")}
         want = {"STEPS": tb.watch["steps"], "ACT_STARVED": tb.watch["act_starved"],
                 "WTS_STARVED": tb.watch["wts_starved"], "RES_STALLED": tb.watch["res_stalled"],
-                "GEMMS_DONE": len(problems)}
+                "GEMMS_DONE": len(problems), "BUSY_CYCLES": tb.watch["busy"]}
+        if not paused:
+            check_full_rate(problems, tb.watch["spans"], tb.watch["results"])
         steps = sum(p.shape[1] * np.prod(p.tiles(ROWS, COLS)) for p in problems)
         assert want["STEPS"] == steps, f"monitor saw {want['STEPS']} steps, the GEMMs have {steps}"
         assert got == want, f"counters {got}, monitor {want}"
         assert ok, f"{tb.failures} outputs differ from golden"
     tb.write_results("counters")
+
+
+def check_full_rate(problems, spans, results):
+    """At full rate, GEMMs of one output stage queued in time: each GEMM's steps take the core's
+    tile timing, the next GEMM's first step comes GemmScheduler.GAP cycles after the last (or
+    after the short last tile's padding), and the last result leaves the core's latency after
+    the last step."""
+    core = Accelerator.model(ROWS, COLS, rounding=ROUNDING, max_col_tiles=MAX_COL_TILES)
+    p_min = core.min_tile_steps
+    assert len(spans) == len(problems), f"{len(spans)} GEMMs seen at the ports, {len(problems)} sent"
+    for i, (p, (first, last)) in enumerate(zip(problems, spans, strict=True)):
+        k, tiles = p.shape[1], int(np.prod(p.tiles(ROWS, COLS)))
+        want = (tiles - 1) * max(k, p_min) + k - 1
+        assert last - first == want, f"GEMM {i}: steps span {last - first} cycles, the core's timing {want}"
+        if i:
+            k_prev = problems[i - 1].shape[1]
+            gap = max(GemmScheduler.GAP, max(k_prev, p_min) - k_prev + 1)
+            assert first - spans[i - 1][1] == gap, \
+                f"GEMM {i} started {first - spans[i - 1][1]} cycles after GEMM {i - 1}'s last step, model {gap}"
+    assert results[-1] - spans[-1][1] == core.latency, \
+        f"last result {results[-1] - spans[-1][1]} cycles after the last step, core latency {core.latency}"
 
 
 @cocotb.test()
