@@ -12,6 +12,7 @@ queued and running GEMMs do not use), :meth:`AxiDriver.push` (its descriptor), t
 """
 
 import logging
+import warnings
 
 import numpy as np
 from cocotbext.axi import (
@@ -25,6 +26,9 @@ from cocotbext.axi import (
 )
 
 from hw.registers import ID_MAGIC, reg
+
+# cocotbext-axi 0.1.28 reads cocotb 2's Event.data, which cocotb deprecates; nothing of ours uses it.
+warnings.filterwarnings("ignore", message="The data field will be removed", category=DeprecationWarning)
 
 __all__ = ["AxiDriver", "RegisterError"]
 
@@ -49,6 +53,7 @@ class AxiDriver:
         self.act = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_act"), clk, rst, reset_active_level=False)
         self.wts = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_wts"), clk, rst, reset_active_level=False)
         self.res = AxiStreamSink(AxiStreamBus.from_prefix(dut, "m_axis_res"), clk, rst, reset_active_level=False)
+        self._staged = {}  # what the DESC_* registers hold, as far as this driver wrote them
         for bus in (self.axil.write_if, self.axil.read_if, self.act, self.wts, self.res):
             bus.log.setLevel(logging.WARNING)  # (they log every transfer at INFO)
 
@@ -107,10 +112,18 @@ class AxiDriver:
                                             bypass=int(problem.bypass))}
 
     async def push(self, problem, base, **override):
-        """Stage the problem's descriptor (fields in ``override`` replaced, for error tests) and push it."""
+        """Stage the problem's descriptor (fields in ``override`` replaced, for error tests) and push it.
+        Only the DESC_* registers whose value changes are written (the GEMMs of a layer differ in a
+        field or two)."""
         for name, value in {**self.descriptor(problem, base), **override}.items():
-            await self.write(name, value)
+            if self._staged.get(name) != value:
+                await self.write(name, value)
+                self._staged[name] = value
         await self.write("DESC_PUSH", 1)
+
+    def forget(self):
+        """After a reset: the DESC_* registers no longer hold what this driver wrote."""
+        self._staged = {}
 
     # streams
     def step_frames(self, problem):

@@ -1,6 +1,7 @@
 """Run a .tflite model with every MAC layer on the simulated RTL, compared with TFLM layer by layer.
 
     python -m sim.run_model MODEL.tflite [--sim verilator|icarus] [--steps N] [--rows R --cols C]
+                            [--block axi [--no-queue]]
 
 MODEL may also be ``cnn`` (the project's generated CNN), a wake-word model's name
 (``alexa``, ``hey_jarvis``, ``hey_mycroft``, ``okay_nabu``) or an MLPerf Tiny class model's
@@ -48,20 +49,25 @@ def resolve_model(name):
 
 
 def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto",
-              build_tag="_model"):
+              build_tag="_model", block="core", queue=True):
     """Run the cocotb model testbench; returns its result dict (raises if the run produced none).
 
-    ``build_tag`` names the build directory (parallel runs need one each)."""
+    ``build_tag`` names the build directory (parallel runs need one each); ``block`` "axi" runs the
+    layers on the AXI top, through its descriptor queue unless ``queue`` is False."""
     path = resolve_model(str(model))
     # Refuse what the golden interpreter cannot run (unreadable file, unsupported op, broken quantization clause)
     # here, with its one-line message, before anything is built.
     Interpreter(path)
     env = {"TB_MODEL": str(os.path.abspath(path)), "TB_STEPS": str(steps), "TB_INPUT": input_kind,
-           "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING")}
+           "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING"), "TB_BLOCK": block,
+           "TB_QUEUE": "1" if queue else "0"}
+    if block == "axi":
+        build_tag += "_axi"
     error = None
     try:
         results = run_tb(sim, rows, cols, "double", seed=seed, pauses=False, waves=waves, module="sim.tb_model",
-                         extra_env=env, tag_suffix=build_tag, max_col_tiles=16)
+                         extra_env=env, tag_suffix=build_tag, max_col_tiles=64 if block == "axi" else 16,
+                         block=block)
     except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails; its results still count
         error = exc
         path = build_dir(sim, rows, cols, "double", build_tag) / "results.jsonl"
@@ -74,7 +80,10 @@ def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=
 
 def print_report(res, sim):
     r, c = res["rows"], res["cols"]
-    print(f"\n{res['model']} on a {r}x{c} array ({sim}), {res['steps']} steps; per step:")
+    where = {"core": "", "axi": " behind the AXI top"}.get(res.get("block", "core"), "")
+    if res.get("block") == "axi":
+        where += ", GEMMs queued" if res.get("queue") else ", one GEMM at a time (no queue)"
+    print(f"\n{res['model']} on a {r}x{c} array{where} ({sim}), {res['steps']} steps; per step:")
     print(f"{'op':>3} {'type':<18} {'input':>12} {'weights':>12} {'output':>10} {'MACs':>7} {'GEMMs':>5} "
           f"{'cycles':>7} {'util':>7}  result")
     for L in res["layers"]:
@@ -104,6 +113,10 @@ def main(argv=None):
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--cols", type=int, default=8)
     parser.add_argument("--input", choices=("auto", "features", "random"), default="auto")
+    parser.add_argument("--block", choices=("core", "axi"), default="core",
+                        help="the core's own streams (default) or the AXI top, through the register-level driver")
+    parser.add_argument("--no-queue", action="store_true",
+                        help="with --block axi: one GEMM at a time, each waiting for the previous one's results")
     args = parser.parse_args(argv)
     if args.steps < 1 or args.rows < 1 or args.cols < 1:
         parser.error("--steps, --rows and --cols must be >= 1")
@@ -111,12 +124,15 @@ def main(argv=None):
     t0 = time.monotonic()
     try:
         res = run_model(args.model, sim=args.sim, steps=args.steps, rows=args.rows, cols=args.cols, seed=seed,
-                        waves=os.environ.get("WAVES", "0") == "1", input_kind=args.input)
+                        waves=os.environ.get("WAVES", "0") == "1", input_kind=args.input, block=args.block,
+                        queue=not args.no_queue)
     except (ModelError, RuntimeError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     print_report(res, args.sim)
-    out = ROOT / "build" / "models" / f"{res['model'].removesuffix('.tflite')}_{args.sim}_{args.rows}x{args.cols}.json"
+    tag = "" if args.block == "core" else ("_axi_noqueue" if args.no_queue else "_axi")
+    out = (ROOT / "build" / "models"
+           / f"{res['model'].removesuffix('.tflite')}_{args.sim}_{args.rows}x{args.cols}{tag}.json")
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(res, indent=2) + "\n")
     print(f"written to {out} ({time.monotonic() - t0:.0f} s in all)")

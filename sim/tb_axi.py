@@ -67,6 +67,7 @@ class TB:
                 s.set_pause_generator(None)
 
     async def reset(self, cycles=4):
+        self.drv.forget()
         self.dut.aresetn.value = 0
         for _ in range(cycles):
             await RisingEdge(self.dut.aclk)

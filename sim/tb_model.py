@@ -8,8 +8,16 @@ and step: every GEMM against the golden model (the scoreboard), the assembled la
 against the golden layer (a mismatch is reported with its golden stages), and after each
 step every tensor of the model against TFLite-Micro's preserved tensors.
 
+With ``TB_BLOCK=axi`` the layers run on the AXI top (:mod:`hw.axi_top`) through the
+register-level driver (:mod:`sim.axi_driver`): a layer's tables are written first, then its GEMMs
+go through the descriptor queue back to back (``TB_QUEUE=1``, the default; a layer's cycles are
+from its first step to its last result) or one at a time, each waiting for the previous one's
+results (``TB_QUEUE=0``; the sum of each GEMM's cycles from first step to last result). Table
+writes over AXI4-Lite are host time and are not counted.
+
 Environment as in :mod:`sim.tb_accelerator`, plus ``TB_MODEL`` (path), ``TB_STEPS``,
-``TB_INPUT`` ("features", "random" or "auto"). One JSON document goes to ``TB_RESULTS``.
+``TB_INPUT`` ("features", "random" or "auto"), ``TB_BLOCK``, ``TB_QUEUE``. One JSON document goes to
+``TB_RESULTS``.
 """
 
 import json
@@ -30,6 +38,105 @@ from sim.tb_accelerator import COLS, COVERAGE, MAX_COL_TILES, RESULTS, ROWS, SEE
 MODEL = os.environ.get("TB_MODEL", "")
 STEPS = int(os.environ.get("TB_STEPS", "3"))
 INPUT = os.environ.get("TB_INPUT", "auto")
+BLOCK = os.environ.get("TB_BLOCK", "core")
+QUEUE = os.environ.get("TB_QUEUE", "1") == "1"
+
+
+class CoreLayers:
+    """A layer's GEMMs one after another on the core's own streams (sim.tb_accelerator.TB)."""
+
+    def __init__(self, dut):
+        self.tb = TB(dut, SEED)
+        self.scoreboard = self.tb.scoreboard
+
+    async def start(self):
+        await self.tb.reset()
+
+    async def run(self, problems, label):
+        results, cycles = [], 0
+        for i, problem in enumerate(problems):
+            await self.tb.run(problem, f"{label} GEMM {i}")
+            results.append(self.tb.scoreboard.last_output.astype(np.int8))
+            cycles += self.tb.last_run_cycles
+        return results, cycles
+
+    @property
+    def failures(self):
+        return self.tb.scoreboard.failures
+
+    @property
+    def compared(self):
+        return self.tb.scoreboard.compared
+
+    @property
+    def cycles(self):
+        return self.tb.cycles
+
+
+class AxiLayers:
+    """A layer's GEMMs on the AXI top: tables first (rows allocated in order), then the GEMMs
+    through the descriptor queue (or one at a time without it); every result compared with golden."""
+
+    def __init__(self, dut):
+        from sim import tb_axi
+
+        self.tb = tb_axi.TB(dut)
+        self.queue_depth = tb_axi.QUEUE_DEPTH
+
+    async def start(self):
+        await self.tb.reset()
+
+    async def run(self, problems, label):
+        tb, d, w = self.tb, self.tb.drv, self.tb.watch
+        bases, row = [], 0
+        for p in problems:
+            bases.append(row)
+            row += p.tiles(ROWS, COLS)[1]
+        if row > MAX_COL_TILES:
+            raise ValueError(f"{label}: the layer's GEMMs need {row} table rows, the tables hold {MAX_COL_TILES}")
+        for p, base in zip(problems, bases, strict=True):
+            await d.load_table(p, base)
+        first_span, first_result = len(w["spans"]), len(w["results"])
+        results = [None] * len(problems)
+
+        async def receive(i, p):
+            got = await d.receive(p)
+            tb.check(p, got, f"{label} GEMM {i}")
+            results[i] = (((got + 128) % 256) - 128).astype(np.int8)
+
+        if QUEUE:
+            async def receiver():
+                for i, p in enumerate(problems):
+                    await receive(i, p)
+
+            rx = cocotb.start_soon(receiver())
+            for i, (p, base) in enumerate(zip(problems, bases, strict=True)):
+                while i > self.queue_depth and await d.field("STATUS", "QUEUED") >= self.queue_depth:
+                    pass
+                await d.push(p, base)
+                cocotb.start_soon(d.send_steps(p))
+            await rx
+            cycles = w["results"][-1] - w["spans"][first_span][0] + 1
+        else:
+            for i, (p, base) in enumerate(zip(problems, bases, strict=True)):
+                await d.push(p, base)
+                cocotb.start_soon(d.send_steps(p))
+                await receive(i, p)
+            cycles = sum(w["results"][first_result + i] - w["spans"][first_span + i][0] + 1
+                         for i in range(len(problems)))
+        return results, cycles
+
+    @property
+    def failures(self):
+        return self.tb.failures
+
+    @property
+    def compared(self):
+        return self.tb.compared
+
+    @property
+    def cycles(self):
+        return self.tb.cycles
 
 
 def _shape(a):
@@ -42,8 +149,8 @@ async def run_model(dut):
     path = pathlib.Path(MODEL)
     raw = path.read_bytes()
     interp, tflm = Interpreter(raw, path.name), TflmModel(raw)
-    tb = TB(dut, SEED)
-    await tb.reset()
+    tb = AxiLayers(dut) if BLOCK == "axi" else CoreLayers(dut)
+    await tb.start()
     max_n = MAX_COL_TILES * COLS
     layers, mismatches, tflm_checked = {}, [], 0
     t0 = time.perf_counter()
@@ -55,11 +162,7 @@ async def run_model(dut):
             layer = next(gen)
             while True:
                 mapped = map_layer(layer, ROWS, COLS, max_n)
-                results, cycles = [], 0
-                for i, problem in enumerate(mapped.problems):
-                    await tb.run(problem, f"step {step} operator {layer.op_index} ({layer.kind}) GEMM {i}")
-                    results.append(tb.scoreboard.last_output.astype(np.int8))
-                    cycles += tb.last_run_cycles
+                results, cycles = await tb.run(mapped.problems, f"step {step} operator {layer.op_index} ({layer.kind})")
                 hw = mapped.assemble(results)
                 stages = layer.golden(return_stages=True)
                 want = stages.output.reshape(layer.output_shape)
@@ -94,14 +197,15 @@ async def run_model(dut):
               f"{len(interp.macs)} MAC layers on the RTL, {len(mismatches)} mismatches, "
               f"{time.perf_counter() - t0:.1f} s", flush=True)
     result = {"test": "run_model", "model": path.name, "rows": ROWS, "cols": COLS, "steps": len(inputs),
+              "block": BLOCK, "queue": QUEUE if BLOCK == "axi" else None,
               "layers": sorted(layers.values(), key=lambda r: r["op_index"]), "tflm_tensors_compared": tflm_checked,
               "mismatches": mismatches, "final_outputs": final, "seconds": time.perf_counter() - t0,
-              "compared": tb.scoreboard.compared, "failures": tb.scoreboard.failures + len(mismatches),
+              "compared": tb.compared, "failures": tb.failures + len(mismatches),
               "sim_cycles": tb.cycles}
     if COVERAGE:
         coverage.export(COVERAGE)
     if RESULTS:
         with open(RESULTS, "a") as f:
             f.write(json.dumps(result) + "\n")
-    assert not tb.scoreboard.failures, f"{tb.scoreboard.failures} GEMM outputs differ from golden (seed {SEED})"
+    assert not tb.failures, f"{tb.failures} GEMM outputs differ from golden (seed {SEED})"
     assert not mismatches, f"{len(mismatches)} mismatches (seed {SEED}): {mismatches[:3]}"
