@@ -1,9 +1,11 @@
 """The RTL regression (``make sim``): every configuration on both simulators, in parallel, with a summary.
 
 Jobs: sim/tb_accelerator.py through cocotb-test for each (simulator, rows x cols, rounding)
-below, then the four wake-word models (20 steps each), the generated CNN and the five MLPerf
+below; sim/tb_axi.py (the AXI top, through the register-level driver) for each of AXI_CONFIGS;
+then the four wake-word models (20 steps each), the generated CNN and the five MLPerf
 Tiny class models (one inference each) with every MAC layer on the RTL (sim/tb_model.py,
-compared with golden and TFLM). Each job runs in its own process and build directory, its
+compared with golden and TFLM), and two of them through the AXI top's descriptor queue.
+Each job runs in its own process and build directory, its
 output going to build/sim/logs/<job>.log; ``JOBS`` of them at a time (default: the number
 of cores). A line per job as it finishes, then a table of tests, outputs compared and
 failures; each job's JUnit XML goes to build/sim/junit/, all of them merged into
@@ -46,6 +48,12 @@ CONFIGS = ([("icarus", r, c, rnd, "generic") for r, c in SHAPES for rnd in ("dou
 MODELS = [("alexa", 20), ("hey_jarvis", 20), ("hey_mycroft", 20), ("okay_nabu", 20), ("cnn", 5),
           ("image_classification", 1), ("keyword_spotting", 1), ("visual_wake_words", 1), ("anomaly_detection", 1),
           ("keyword_spotting_mobilenetv2", 1)]
+# The AXI top (sim/tb_axi.py): (simulator, rows, cols, rounding, dsp)
+AXI_CONFIGS = [("icarus", 2, 3, "double", "generic"), ("icarus", 4, 4, "single", "generic"),
+               ("verilator", 4, 4, "double", "generic"), ("verilator", 8, 8, "double", "generic"),
+               ("verilator", 8, 8, "single", "ecp5")]
+AXI_MODELS = [("okay_nabu", 20), ("keyword_spotting", 1)]
+AXI_TESTS = 5
 SIM_DIR = ROOT / "build" / "sim"
 
 
@@ -72,6 +80,7 @@ class Job:
     cost: float                # relative run time, to balance shards and start the long jobs first
     config: tuple = None       # (simulator, rows, cols, rounding, dsp)
     model: tuple = None        # (name, steps)
+    axi: bool = False          # the AXI top's testbench (config) or the model through the AXI top (model)
 
 
 def config_tag(simulator, r, c, rounding, dsp):
@@ -87,8 +96,14 @@ def all_jobs():
         # pays a C++ build of ~30 s first)
         cost = (40 if r * c == 1 else 20) if simulator == "icarus" else 30 + 0.35 * r * c
         jobs.append(Job(config_tag(*cfg), float(cost), config=cfg))
+    for cfg in AXI_CONFIGS:
+        simulator, r, c = cfg[:3]
+        jobs.append(Job("axi_" + config_tag(*cfg), 20.0 if simulator == "icarus" else 30 + 0.35 * r * c,
+                        config=cfg, axi=True))
     for name, steps in MODELS:
         jobs.append(Job(f"model_{name}", 53.0, model=(name, steps)))
+    for name, steps in AXI_MODELS:
+        jobs.append(Job(f"model_{name}_axi", 53.0, model=(name, steps), axi=True))
     return jobs
 
 
@@ -115,6 +130,23 @@ def run_job(job, *, seed, problems, max_dim, waves):
 
     t0 = time.monotonic()
     error = None
+    if job.config and job.axi:
+        simulator, r, c, rounding, dsp = job.config
+        suffix = ("" if dsp == "generic" else f"_{dsp}") + "_axi"
+        try:
+            results = run_tb(simulator, r, c, rounding, seed=seed, problems=max(6, problems), max_dim=max_dim,
+                             waves=waves, dsp=dsp, max_col_tiles=16, module="sim.tb_axi", block="axi",
+                             tag_suffix="_axi")
+        except SystemExit as exc:
+            error, results = str(exc) or type(exc).__name__, []
+        build = build_dir(simulator, r, c, rounding, suffix)
+        _keep_junit(build, job.tag)
+        config = f"AXI top {r}x{c} {rounding}" + ("" if dsp == "generic" else f" {dsp}")
+        return {"job": job.tag, "config": config, "simulator": simulator, "tests": len(results),
+                "expected_tests": AXI_TESTS, "compared": sum(x["compared"] for x in results),
+                "failures": sum(x["failures"] for x in results) + (1 if error else 0),
+                "cycles": sum(x["cycles"] for x in results), "seconds": round(time.monotonic() - t0, 1),
+                "error": error, "coverage": False}  # (the coverage model samples the core's testbench)
     if job.config:
         simulator, r, c, rounding, dsp = job.config
         # Icarus slows down ~4x per array doubling: fewer problems on the big arrays there.
@@ -134,15 +166,18 @@ def run_job(job, *, seed, problems, max_dim, waves):
                 "cycles": sum(x["cycles"] for x in results), "seconds": round(time.monotonic() - t0, 1),
                 "error": error}
     name, steps = job.model
+    block = "axi" if job.axi else "core"
     try:
-        res = run_model(name, sim="verilator", steps=steps, seed=seed, waves=waves, build_tag=f"_model_{name}")
+        res = run_model(name, sim="verilator", steps=steps, seed=seed, waves=waves, build_tag=f"_model_{name}",
+                        block=block)
         compared, failures, tests = res["compared"], res["failures"], 1
     except (SystemExit, RuntimeError, ValueError) as exc:
         error, compared, failures, tests = str(exc) or type(exc).__name__, 0, 1, 0
-    build = build_dir("verilator", 8, 8, "double", f"_model_{name}")
+    build = build_dir("verilator", 8, 8, "double", f"_model_{name}" + ("_axi" if job.axi else ""))
     _keep_coverage(build, job.tag)
     _keep_junit(build, job.tag)
-    return {"job": job.tag, "config": f"{name} x{steps}", "simulator": "verilator", "tests": tests,
+    return {"job": job.tag, "config": f"{name} x{steps}" + (" (AXI top)" if job.axi else ""),
+            "simulator": "verilator", "tests": tests,
             "expected_tests": 1, "compared": compared, "failures": failures, "seconds": round(time.monotonic() - t0, 1),
             "error": error, "model": True}
 
@@ -353,7 +388,7 @@ def main(argv=None):
     # A shard or an --only run covers part of the model: only the whole run (or the merge) must hit every bin.
     cov_out = (SIM_DIR / "coverage" if not shard_spec
                else SIM_DIR / "shards" / f"coverage-{shard_spec[0]}of{shard_spec[1]}")
-    problems = report_coverage([SIM_DIR / "coverage" / r["job"] for r in rows], cov_out,
+    problems = report_coverage([SIM_DIR / "coverage" / r["job"] for r in rows if r.get("coverage", True)], cov_out,
                                require_all=not shard_spec and not args.only)
     for p in problems:
         print(f"error: {p}", file=sys.stderr)
