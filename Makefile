@@ -34,7 +34,9 @@ ROUTER ?=
 FLOORPLAN ?= 1
 # Primitives for `make verilog`: generic (portable) or ecp5 (MULT18X18D multipliers, DP16KD tables)
 DSP ?= generic
-VERILOG := build/verilog/int8_systolic_$(ROWS)x$(COLS)_$(ROUNDING).v
+# `make verilog BLOCK=axi` (and `make lint BLOCK=axi`): the AXI top instead of the core
+EXPORT_BLOCK := $(if $(filter axi,$(BLOCK)),axi,core)
+VERILOG := build/verilog/int8_systolic_$(if $(filter axi,$(BLOCK)),axi_)$(ROWS)x$(COLS)_$(ROUNDING).v
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
@@ -92,7 +94,8 @@ lint: $(STAMP) verilog
 	$(PY) -m sim.lint $(VERILOG)
 
 verilog: $(STAMP)
-	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP)
+	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP) --block $(EXPORT_BLOCK)
+	$(PY) -m hw.registers --markdown build/regs/registers.md
 
 # the configuration options `make synth` and `make synth-seeds` share
 SYNTH_ARGS = --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) \

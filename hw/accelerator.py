@@ -33,7 +33,7 @@ counter, which sees rows read from ``res`` through registers and counts a few cy
 it leaves room for the tiles admitted meanwhile), so backpressure on
 ``res`` fills the FIFO and then holds ``act``/``wts`` off; nothing is lost, duplicated or
 reordered. The depth is chosen so that credits never throttle a full-rate stream, and a tile
-less would (docs/hardware.md states the rule at the ports; tests/test_accelerator_credit.py
+less would (docs/architecture.md states the rule at the ports; tests/test_accelerator_credit.py
 checks it in every cycle). The FIFO is one per lane, in lockstep: rows in a memory (block
 RAM on ECP5) moved by credit into a 16-row queue that ``res`` reads (:class:`OutputFIFO`), so
 ``res.ready`` reaches only the queues.

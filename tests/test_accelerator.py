@@ -355,7 +355,7 @@ def test_accelerator_weights_of_minus_128_in_bypass(seed):
 
 
 def test_accelerator_first_step_three_cycles_after_reset(seed):
-    """A reset counts as a change of the layer registers (docs/hardware.md, programming model):
+    """A reset counts as a change of the layer registers (docs/architecture.md, programming model):
     a layer is interrupted with steps in flight and rows in the FIFO, the next layer's registers
     are set during the reset, its table written after it and its first step comes exactly three
     cycles after ``rst`` falls. The layers after a reset change K (1 and longer) and n_tiles, so
@@ -415,7 +415,7 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
 
 @pytest.mark.parametrize(("cols", "max_col_tiles"), [(1, 4), (2, 20), (3, 8), (4, 40), (8, 64)])
 def test_cfg_payload_bits_are_the_documented_ones(cols, max_col_tiles):
-    """The cfg payload is an interface (a host packs its bits): docs/hardware.md's layout, field by
+    """The cfg payload is an interface (a host packs its bits): docs/architecture.md's layout, field by
     field (the testbenches pack through config_layout and would not notice a field moving)."""
     addr = (max_col_tiles - 1).bit_length()
     lane = (max(cols, 2) - 1).bit_length()

@@ -1,6 +1,6 @@
 """The output FIFO's credit rule, checked at the ports in every cycle a tile's first step is offered.
 
-docs/hardware.md ("Flow control") states it: with ``R`` rows and ``p = min_tile_steps``, a tile's
+docs/architecture.md ("Flow control") states it: with ``R`` rows and ``p = min_tile_steps``, a tile's
 first step offered in cycle ``t`` is accepted exactly when
 
     R * (tiles admitted in cycles <= t - 4) - (rows read from res in cycles <= t - 5)

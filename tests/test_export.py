@@ -1,9 +1,11 @@
 """Verilog export: module name encodes the configuration, no machine paths, lint-clean."""
 
+import re
+
 import pytest
 
 from hw.accelerator import Accelerator
-from hw.export import export
+from hw.export import export, export_axi
 from sim.lint import lint
 
 
@@ -26,3 +28,18 @@ def test_bad_configuration_is_refused():
         Accelerator(0, 4)
     with pytest.raises(ValueError, match="rounding must be 'double' or 'single'"):
         Accelerator(2, 2, rounding="nearest")
+
+
+def test_axi_top_exports_with_amba_port_names_and_lints_clean(tmp_path):
+    path = export_axi(2, 3, "double", out_dir=tmp_path, max_col_tiles=4)
+    assert path.name == "int8_systolic_axi_2x3_double.v"
+    text = path.read_text()
+    header = text[text.index("module int8_systolic_axi_2x3_double("):].split(");", 1)[0]
+    for port in ("aclk", "aresetn", "irq", "s_axil_awaddr", "s_axil_rresp", "s_axis_act_tdata", "s_axis_act_tlast",
+                 "s_axis_wts_tready", "m_axis_res_tdata", "m_axis_res_tlast"):
+        assert re.search(rf"[(, \n]{port}[,\n]|[(, \n]{port}$", header), port
+    assert "input [15:0] s_axis_act_tdata;" in text        # ROWS bytes
+    assert "output [95:0] m_axis_res_tdata;" in text       # COLS x 32 bits
+    rc, out = lint(path)
+    assert rc == 0, out
+    assert "%Warning" not in out, out
