@@ -51,7 +51,8 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 OUT = ROOT / "build" / "mutate"
 STORE = OUT / "results.json"
 EQUIVALENT = ROOT / "mutate" / "equivalent.toml"
-FILES = ["hw/requantizer.py", "hw/array.py", "hw/accelerator.py"]
+FILES = ["hw/requantizer.py", "hw/array.py", "hw/accelerator.py", "hw/sequencer.py", "hw/credit.py",
+         "hw/channel_table.py", "hw/output_fifo.py", "hw/ecp5_ram.py"]
 # The tests each stage runs, by mutated file (all of them run by `make test`). A mutant of the
 # array or the top cannot change the Requantizer alone, so its tests run only for that file.
 _REQUANT_FAST = ["tests/test_requantizer.py::test_requantizer_directed",
