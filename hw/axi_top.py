@@ -132,9 +132,15 @@ class AxiAccelerator(wiring.Component):
         k, n, mt, base = (field("DESC_K", "K"), field("DESC_N_TILES", "N_TILES"), field("DESC_M_TILES", "M_TILES"),
                           field("DESC_TABLE_BASE", "BASE"))
         out = {f: field("DESC_OUTPUT", f.upper()) for f in ("output_offset", "act_min", "act_max", "bypass")}
+        # The staged descriptor's checks, registers made from the staging registers (current when a
+        # DESC_PUSH write arrives: AXI4-Lite writes come at least three cycles apart).
         end = Signal(17)
-        m.d.comb += [end.eq(base + n), desc.k.eq(k), desc.n_tiles.eq(n), desc.m_tiles.eq(mt), desc.base.eq(base),
-                     desc.end.eq(end)]
+        checks = {name: Signal(name=f"bad_{name.lower()}") for name in ("DESC_K", "DESC_TILES", "DESC_TABLE",
+                                                                           "DESC_BOUNDS")}
+        m.d.sync += [end.eq(base + n), checks["DESC_K"].eq(k == 0), checks["DESC_TILES"].eq((n == 0) | (mt == 0)),
+                     checks["DESC_TABLE"].eq(base + n > self.max_col_tiles),
+                     checks["DESC_BOUNDS"].eq(out["act_min"].as_signed() > out["act_max"].as_signed())]
+        m.d.comb += [desc.k.eq(k), desc.n_tiles.eq(n), desc.m_tiles.eq(mt), desc.base.eq(base), desc.end.eq(end)]
         m.d.comb += [getattr(desc, f).eq(v) for f, v in out.items()]
         lane, row = field("TABLE_INDEX", "LANE"), field("TABLE_INDEX", "ROW")
         m.d.comb += sched.check_row.eq(row)
@@ -175,10 +181,7 @@ class AxiAccelerator(wiring.Component):
             with m.Case(reg("CONTROL").offset):
                 m.d.comb += clear.eq(axil.w_data[0])
             with m.Case(reg("DESC_PUSH").offset):
-                bad = {"DESC_K": k == 0, "DESC_TILES": (n == 0) | (mt == 0),
-                       "DESC_TABLE": end > self.max_col_tiles,
-                       "DESC_BOUNDS": out["act_min"].as_signed() > out["act_max"].as_signed(),
-                       "QUEUE_FULL": sched.full}
+                bad = {**checks, "QUEUE_FULL": sched.full}
                 m.d.comb += [err(name).eq(cond) for name, cond in bad.items()]
                 m.d.comb += sched.push.eq(~Cat(*bad.values()).any())
             with m.Case(reg("TABLE_SHIFT").offset):

@@ -50,6 +50,8 @@ class GemmScheduler(wiring.Component):
     ``push`` queues ``desc`` (the caller checks it and ``full`` first). Core side: the per-GEMM
     settings and ``hold`` are outputs (registers), ``admit``/``tile_end`` the core's tile pulses.
     ``final_step`` is high in the cycle of the core's ``tile_end`` for a GEMM's last step.
+    ``done`` (a register, one pulse per GEMM) drops the oldest GEMM in flight; ``head_*`` show
+    the next one from the cycle after.
     """
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
@@ -101,7 +103,7 @@ class GemmScheduler(wiring.Component):
         head = queue[0]
         for i in range(F):
             nxt = flight[i + 1] if i + 1 < F else flight[i]
-            with m.If(launch & (f_count - self.done == i)):
+            with m.If(launch & (f_count - self.done == i)):  # (`done` is the framer's register)
                 m.d.sync += [flight[i].m.eq(head.m_tiles), flight[i].n.eq(head.n_tiles),
                              flight[i].base.eq(head.base), flight[i].end.eq(head.end)]
             with m.Elif(self.done):
@@ -122,25 +124,33 @@ class GemmScheduler(wiring.Component):
         m.d.comb += self.row_busy.eq(flags.any())
 
         # The running GEMM's settings (the core's inputs) and tile counts: the column tiles after
-        # the next tile to be admitted in its row tile, and the row tiles after its row tile.
+        # the next tile to be admitted in its row tile, and the row tiles after its row tile, each
+        # with a register flagging zero (so the last tile is known from two flip-flops).
         cur = Signal(Desc)
         m.d.comb += [self.k_steps.eq(cur.k), self.n_tiles.eq(cur.n_tiles), self.table_base.eq(cur.base)]
         m.d.comb += [getattr(self, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
         n_left, m_left = Signal(16), Signal(24)
+        n_zero, m_zero, n_is_1 = Signal(), Signal(), Signal()
         final_tile = Signal()
-        m.d.comb += final_tile.eq((n_left == 0) & (m_left == 0))
+        m.d.comb += final_tile.eq(n_zero & m_zero)
         settle = Signal(range(self.SETTLE + 1))
-        same_output = Signal()
-        m.d.comb += same_output.eq(~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any())
+        # Whether the head may be launched once no GEMM takes steps, a register made from registers
+        # (a cycle stale, which is safe: launches are at least SETTLE + 1 cycles apart, and a push
+        # or a GEMM leaving only makes a launch possible a cycle later): queued, room in flight,
+        # and its output stage the running one's, or nothing in flight.
+        same_output = ~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any()
+        may_launch = Signal()
+        m.d.sync += may_launch.eq((count != 0) & (f_count < F) & (same_output | (f_count == 0)))
 
         # `ending`: no GEMM is taking steps after this cycle (idle, or the running GEMM's last step's
         # tile_end is now), so the next may be launched: its settings reach the core in the next
         # cycle, as the sequencer's contract allows.
         ending = Signal()
-        m.d.comb += launch.eq(ending & (count != 0) & (f_count - self.done < F) & (same_output | (f_count == 0)))
+        m.d.comb += launch.eq(ending & may_launch)
         with m.If(launch):
             m.d.comb += pop.eq(1)
             m.d.sync += [cur.eq(head), n_left.eq(head.n_tiles - 1), m_left.eq(head.m_tiles - 1),
+                         n_zero.eq(head.n_tiles == 1), m_zero.eq(head.m_tiles == 1), n_is_1.eq(head.n_tiles == 1),
                          settle.eq(self.SETTLE)]
         with m.FSM():
             with m.State("IDLE"):
@@ -165,10 +175,11 @@ class GemmScheduler(wiring.Component):
                             m.next = "SETTLE"
                         with m.Elif(self.tile_end):
                             m.next = "IDLE"
-                    with m.Elif(n_left == 0):
-                        m.d.sync += [n_left.eq(cur.n_tiles - 1), m_left.eq(m_left - 1)]
+                    with m.Elif(n_zero):
+                        m.d.sync += [n_left.eq(cur.n_tiles - 1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
+                                     m_zero.eq(m_left == 1)]
                     with m.Else():
-                        m.d.sync += n_left.eq(n_left - 1)
+                        m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
             with m.State("TAIL"):
                 m.d.comb += [self.active.eq(1), self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
                 with m.If(launch):

@@ -3,8 +3,9 @@
 The core's ``res`` rows come in GEMM order: per GEMM, ``m_tiles * n_tiles`` tiles of ``rows``
 rows. The framer counts them down against the oldest in-flight GEMM's tiles (``head_*`` from
 :class:`hw.gemm_scheduler.GemmScheduler`), passes the stream on as ``tvalid``/``tready`` with
-``tlast`` on that GEMM's last row, and pulses ``done`` when that row is transferred (the scheduler
-then drops the GEMM and the next one's counts load in the cycle after, a cycle without a transfer).
+``tlast`` on that GEMM's last row, and pulses ``done`` (a register) in the cycle after that row
+is transferred (the scheduler then drops the GEMM, and the next one's counts load the cycle
+after: two cycles without a transfer between GEMMs).
 ``tlast`` is a function of registers, stable while ``tvalid`` waits for ``tready``.
 """
 
@@ -29,29 +30,36 @@ class ResultFramer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         loaded = Signal()
-        # rows left in the tile after this one, column tiles left in the row tile, row tiles left
+        # rows left in the tile after this one, column tiles left in the row tile, row tiles left,
+        # each with a register flagging zero (TLAST is an AND of three flip-flops)
         row_left = Signal(range(self.rows))
-        n_left, m_left = Signal(16), Signal(24)
-        n_total = Signal(16)
+        n_left, m_left, n_total = Signal(16), Signal(24), Signal(16)
+        row_zero, n_zero, m_zero, n_total_is_1 = Signal(), Signal(), Signal(), Signal()
         last_row = Signal()
-        m.d.comb += last_row.eq((row_left == 0) & (n_left == 0) & (m_left == 0))
+        m.d.comb += last_row.eq(row_zero & n_zero & m_zero)
         m.d.comb += [self.tvalid.eq(self.res_valid & loaded), self.res_ready.eq(self.tready & loaded),
                      self.tlast.eq(last_row)]
         take = Signal()
         m.d.comb += take.eq(self.tvalid & self.tready)
-        with m.If(~loaded & self.head_valid):
-            m.d.sync += [loaded.eq(1), row_left.eq(self.rows - 1), n_left.eq(self.head_n - 1),
-                         m_left.eq(self.head_m - 1), n_total.eq(self.head_n)]
+        done = Signal()
+        m.d.sync += done.eq(take & last_row)
+        m.d.comb += self.done.eq(done)
+        # (the scheduler drops the GEMM on `done`, so the next one is at head_* the cycle after it)
+        with m.If(~loaded & ~done & self.head_valid):
+            m.d.sync += [loaded.eq(1), row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1),
+                         n_left.eq(self.head_n - 1), n_zero.eq(self.head_n == 1),
+                         m_left.eq(self.head_m - 1), m_zero.eq(self.head_m == 1),
+                         n_total.eq(self.head_n), n_total_is_1.eq(self.head_n == 1)]
         with m.If(take):
             with m.If(last_row):
                 m.d.sync += loaded.eq(0)
-                m.d.comb += self.done.eq(1)
-            with m.Elif(row_left != 0):
-                m.d.sync += row_left.eq(row_left - 1)
+            with m.Elif(~row_zero):
+                m.d.sync += [row_left.eq(row_left - 1), row_zero.eq(row_left == 1)]
             with m.Else():
-                m.d.sync += row_left.eq(self.rows - 1)
-                with m.If(n_left != 0):
-                    m.d.sync += n_left.eq(n_left - 1)
+                m.d.sync += [row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1)]
+                with m.If(~n_zero):
+                    m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
                 with m.Else():
-                    m.d.sync += [n_left.eq(n_total - 1), m_left.eq(m_left - 1)]
+                    m.d.sync += [n_left.eq(n_total - 1), n_zero.eq(n_total_is_1), m_left.eq(m_left - 1),
+                                 m_zero.eq(m_left == 1)]
         return m

@@ -78,7 +78,7 @@ class TB:
         """Counts at the ports what the performance counters count, independently: steps, cycles
         strictly between a GEMM's first and last step without TVALID, result stalls, and busy
         cycles (STATUS.BUSY: from the second cycle after an accepted DESC_PUSH write to the cycle
-        its GEMM's last result row is transferred); records each GEMM's first and last step and
+        after its GEMM's last result row is transferred); records each GEMM's first and last step and
         its last result's cycle. Each sample at a rising edge is of the cycle that edge ends."""
         dut, w = self.dut, self.watch
         push = reg("DESC_PUSH").offset
@@ -104,7 +104,7 @@ class TB:
                     w["spans"][-1][1] = c
             w["res_stalled"] += bool(dut.m_axis_res_tvalid.value and not dut.m_axis_res_tready.value)
             if dut.m_axis_res_tvalid.value and dut.m_axis_res_tready.value and dut.m_axis_res_tlast.value:
-                w["outstanding"] -= 1
+                w["pushes"][c + 2] = w["pushes"].get(c + 2, 0) - 1
                 w["results"].append(c)
             if (dut.s_axil_awvalid.value and dut.s_axil_awready.value and dut.s_axil_awaddr.value == push
                     and dut.s_axil_wstrb.value == 0b1111):
