@@ -7,11 +7,11 @@ ARREADY, RDATA, RRESP, RVALID, RREADY), 32-bit data. The register side:
 - a write: ``w_stb`` for one cycle with ``w_addr`` (word-aligned byte offset) and ``w_data``;
   the block answers in that cycle with ``w_err`` (SLVERR). A write whose WSTRB is not all ones
   is not passed on: it answers SLVERR with ``w_partial`` (registers take whole words).
-- a read: ``r_stb`` for one cycle with ``r_addr``; the block gives ``r_data`` and ``r_err`` in
-  the next cycle.
+- a read: ``r_stb`` for one cycle with ``r_addr``; the block gives ``r_data`` and ``r_err``
+  ``read_latency`` cycles later.
 
 Latency: the write response (BVALID) comes two cycles after the cycle both AWVALID and WVALID
-are accepted, the read data (RVALID) three cycles after ARVALID is accepted. One access of
+are accepted, the read data (RVALID) ``read_latency + 2`` cycles after ARVALID is accepted. One access of
 each kind is outstanding at a time; a write and a read may overlap. Per AXI, BVALID and RVALID
 never wait on BREADY/RREADY, and are held with their payloads until taken.
 """
@@ -19,6 +19,8 @@ never wait on BREADY/RREADY, and are held with their payloads until taken.
 from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
+
+from .pipeline import delayed
 
 __all__ = ["AxiLiteSlave", "axi_lite_members"]
 
@@ -41,8 +43,8 @@ def axi_lite_members(addr_width, prefix="s_axil_"):
 class AxiLiteSlave(wiring.Component):
     """AXI4-Lite to a register strobe interface (see the module docstring)."""
 
-    def __init__(self, addr_width=12):
-        self.addr_width = addr_width
+    def __init__(self, addr_width=12, read_latency=1):
+        self.addr_width, self.read_latency = addr_width, read_latency
         super().__init__({
             **axi_lite_members(addr_width),
             "w_stb": Out(1), "w_addr": Out(addr_width), "w_data": Out(32), "w_err": In(1), "w_partial": Out(1),
@@ -77,15 +79,16 @@ class AxiLiteSlave(wiring.Component):
             m.d.sync += [p("bvalid").eq(0), w_busy.eq(0)]
 
         # Read: AR taken when no read is pending; the access goes out the next cycle, the block's
-        # data comes the cycle after, and RVALID with it registered.
+        # data comes read_latency cycles after, and RVALID with it registered.
         r_busy = Signal()
         take_r = Signal()
         m.d.comb += [take_r.eq(p("arvalid") & ~r_busy), p("arready").eq(take_r)]
         r_addr = Signal(self.addr_width)
-        r_go, r_back = Signal(), Signal()
+        r_go = Signal()
         with m.If(take_r):
             m.d.sync += [r_busy.eq(1), r_addr.eq(p("araddr"))]
-        m.d.sync += [r_go.eq(take_r), r_back.eq(r_go)]
+        m.d.sync += r_go.eq(take_r)
+        r_back = delayed(m, r_go, self.read_latency, "r_back")
         m.d.comb += [self.r_stb.eq(r_go), self.r_addr.eq(r_addr)]
         with m.If(r_back):
             m.d.sync += [p("rvalid").eq(1), p("rdata").eq(self.r_data), p("rresp").eq(Mux(self.r_err, SLVERR, OKAY))]

@@ -23,7 +23,7 @@ when pushed, queued, and launched one after another (:mod:`hw.gemm_scheduler`): 
 same output stage follow each other without draining the pipeline.
 """
 
-from amaranth import Cat, Module, Signal
+from amaranth import Array, Cat, Const, Module, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -74,7 +74,7 @@ class AxiAccelerator(wiring.Component):
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows)
-        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH)
+        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=2)
         for name in axi_lite_members(ADDR_WIDTH):
             port, inner = getattr(self, name), getattr(axil, name)
             m.d.comb += (inner.eq(port) if name[len("s_axil_"):] in _AXIL_INPUTS else port.eq(inner))
@@ -129,6 +129,12 @@ class AxiAccelerator(wiring.Component):
             return staged[name][f.lsb:f.lsb + f.width]
 
         desc = sched.desc
+        # a descriptor that passed its checks, queued in the next cycle (from the staging registers,
+        # which no write changes before then)
+        push = Signal()
+        with m.If(push):
+            m.d.sync += push.eq(0)
+        m.d.comb += sched.push.eq(push)
         k, n, mt, base = (field("DESC_K", "K"), field("DESC_N_TILES", "N_TILES"), field("DESC_M_TILES", "M_TILES"),
                           field("DESC_TABLE_BASE", "BASE"))
         out = {f: field("DESC_OUTPUT", f.upper()) for f in ("output_offset", "act_min", "act_max", "bypass")}
@@ -148,7 +154,9 @@ class AxiAccelerator(wiring.Component):
         # Performance counters.
         counter_names = ("CYCLES", "BUSY_CYCLES", "STEPS", "ACT_STARVED", "WTS_STARVED", "RES_STALLED", "GEMMS_DONE")
         counters = {name: Signal(32, name=f"count_{name.lower()}") for name in counter_names}
-        clear = Signal()
+        clear = Signal()  # a register: CONTROL.CLEAR_COUNTERS written in the cycle before
+        with m.If(clear):
+            m.d.sync += clear.eq(0)
         busy_d, act_idle_d, wts_idle_d, stalled_d, done_d = Signal(), Signal(), Signal(), Signal(), Signal()
         m.d.sync += [busy_d.eq(sched.busy), act_idle_d.eq(~self.s_axis_act_tvalid),
                      wts_idle_d.eq(~self.s_axis_wts_tvalid),
@@ -179,11 +187,11 @@ class AxiAccelerator(wiring.Component):
             with m.Case(reg("IRQ_ENABLE").offset):
                 m.d.sync += irq_enable.eq(axil.w_data[:2])
             with m.Case(reg("CONTROL").offset):
-                m.d.comb += clear.eq(axil.w_data[0])
+                m.d.sync += clear.eq(axil.w_data[0])
             with m.Case(reg("DESC_PUSH").offset):
                 bad = {**checks, "QUEUE_FULL": sched.full}
                 m.d.comb += [err(name).eq(cond) for name, cond in bad.items()]
-                m.d.comb += sched.push.eq(~Cat(*bad.values()).any())
+                m.d.sync += push.eq(~Cat(*bad.values()).any())
             with m.Case(reg("TABLE_SHIFT").offset):
                 m.d.comb += commit.eq(1)
             with m.Default():
@@ -191,7 +199,9 @@ class AxiAccelerator(wiring.Component):
         with m.If(axil.w_partial):
             m.d.comb += err("BAD_ACCESS").eq(1)
         # A table entry committed: refused out of range or into a queued or running GEMM's rows.
-        out_of_range = (row >= self.max_col_tiles) | (lane >= self.cols)
+        # (a register made from TABLE_INDEX: current at the next commit, three cycles on at least)
+        out_of_range = Signal()
+        m.d.sync += out_of_range.eq((row >= self.max_col_tiles) | (lane >= self.cols))
         m.d.comb += [err("TABLE_RANGE").eq(commit & out_of_range),
                      err("TABLE_BUSY").eq(commit & ~out_of_range & sched.row_busy)]
         cfg = core.cfg.payload
@@ -211,7 +221,7 @@ class AxiAccelerator(wiring.Component):
         m.d.sync += irq.eq((irq_done & irq_enable[0]) | ((error != 0) & irq_enable[1]))
         m.d.comb += self.irq.eq(irq)
 
-        # Reads: the value a cycle after r_stb, from a register.
+        # Reads.
         core_latency = self.core.latency
         fixed = {
             "ID": ID_MAGIC, "VERSION": VERSION[0] << 16 | VERSION[1],
@@ -229,20 +239,24 @@ class AxiAccelerator(wiring.Component):
             "ERROR": error, "IRQ": Cat(irq_done, error != 0), "IRQ_ENABLE": irq_enable,
             **staged, **counters,
         }
-        r_data, r_err = Signal(32), Signal()
+        # In two register stages (the value two cycles after r_stb): the address decoded into an
+        # index, then the index selects the value (a read of a write-only register gives 0).
+        values = [Const(0, 32)] + [Const(fixed[r.name], 32) if r.name in fixed else Value.cast(live[r.name])
+                                   for r in REGISTERS if r.name in fixed or r.name in live]
+        index = {r.offset: n + 1 for n, r in enumerate(r for r in REGISTERS if r.name in fixed or r.name in live)}
+        r_sel, r_err, r_data = Signal(range(len(values))), Signal(), Signal(32)
         m.d.comb += [axil.r_data.eq(r_data), axil.r_err.eq(r_err)]
         with m.If(axil.r_stb):
-            m.d.sync += [r_data.eq(0), r_err.eq(0)]
+            m.d.sync += [r_sel.eq(0), r_err.eq(0)]
             with m.Switch(axil.r_addr):
-                for r in REGISTERS:
-                    with m.Case(r.offset):
-                        if r.name in fixed:
-                            m.d.sync += r_data.eq(fixed[r.name])
-                        elif r.name in live:
-                            m.d.sync += r_data.eq(live[r.name])
-                        # write-only registers read 0
+                for offset, n in index.items():
+                    with m.Case(offset):
+                        m.d.sync += r_sel.eq(n)
+                with m.Case(*(r.offset for r in REGISTERS if r.offset not in index)):
+                    pass
                 with m.Default():
                     m.d.sync += r_err.eq(1)
+        m.d.sync += r_data.eq(Array(values)[r_sel])
         return m
 
 

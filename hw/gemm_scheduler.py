@@ -19,13 +19,15 @@ its last result row is transferred (``done``); the result framer (:mod:`hw.resul
 the oldest entry's tiles to place TLAST. ``row_busy`` says whether a table row belongs to a queued or
 in-flight GEMM (the register block refuses table writes there).
 
-Launch timing: a GEMM is launched in the cycle the core reports the previous one's last step
-(its ``tile_end``), or later; the core's inputs change in the next cycle, and ``hold`` falls so
-that the GEMM's first step can come ``SETTLE`` cycles after they changed. Between two GEMMs of one
-output stage queued in time, the first step comes :attr:`GemmScheduler.GAP` cycles after the last.
+Launch timing: a GEMM is launched (``launch``, a register) in the cycle after the core reports
+the previous one's last step (its ``tile_end``), or later; the core's inputs change in the next
+cycle, and ``hold`` falls so that the GEMM's first step can come ``SETTLE`` cycles after they
+changed. Between two GEMMs of one output stage queued in time, the first step comes
+:attr:`GemmScheduler.GAP` cycles after the last. The queues are rings: a push writes one entry, a
+launch or a ``done`` moves a pointer, so no wide enable depends on the core's pulses.
 """
 
-from amaranth import Cat, Module, Signal, signed
+from amaranth import Array, Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,9 +58,9 @@ class GemmScheduler(wiring.Component):
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
     SETTLE = 3
-    # From a GEMM's last step to the next one's first, at the earliest: tile_end, the launch's
-    # register, then SETTLE cycles.
-    GAP = 2 + SETTLE
+    # From a GEMM's last step to the next one's first, at the earliest: tile_end, the launch
+    # register, the settings' registers, then SETTLE cycles.
+    GAP = 3 + SETTLE
 
     def __init__(self, *, max_col_tiles, k_width=24, queue_depth=4, flight_depth=4):
         self.max_col_tiles, self.queue_depth, self.flight_depth = max_col_tiles, queue_depth, flight_depth
@@ -80,44 +82,47 @@ class GemmScheduler(wiring.Component):
         m = Module()
         Desc = descriptor_layout()
         Q, F = self.queue_depth, self.flight_depth
+        launch = Signal()  # a register: the head becomes the running GEMM (see below)
 
-        # The queue: entry 0 is the head; a pop shifts the others down.
-        queue = [Signal(Desc, name=f"queue{i}") for i in range(Q)]
+        # The queue: a ring of Q entries, each written only by a push at `tail`; a launch moves
+        # `head` (so no entry's enable depends on a launch).
+        queue = Array(Signal(Desc, name=f"queue{i}") for i in range(Q))
+        q_valid = Signal(Q)
+        q_head, q_tail = Signal(range(Q)), Signal(range(Q))
         count = Signal(range(Q + 1))
-        pop = Signal()
         m.d.comb += [self.full.eq(count == Q), self.queued.eq(count)]
-        for i in range(Q):
-            # after a pop, entry i takes entry i + 1, and a push lands at `count` (- 1 with a pop)
-            nxt = queue[i + 1] if i + 1 < Q else queue[i]
-            with m.If(self.push & (count - pop == i)):
-                m.d.sync += queue[i].eq(self.desc)
-            with m.Elif(pop):
-                m.d.sync += queue[i].eq(nxt)
-        m.d.sync += count.eq(count + self.push - pop)
+        with m.If(self.push):
+            m.d.sync += [queue[q_tail].eq(self.desc), q_tail.eq(Mux(q_tail == Q - 1, 0, q_tail + 1))]
+        with m.If(launch):
+            m.d.sync += q_head.eq(Mux(q_head == Q - 1, 0, q_head + 1))
+        m.d.sync += count.eq(count + self.push - launch)
+        m.d.sync += q_valid.eq((q_valid | Mux(self.push, 1 << q_tail, 0)) & ~Mux(launch, 1 << q_head, 0))
+        head = queue[q_head]
 
-        # GEMMs in flight: (m_tiles, n_tiles, base), oldest first.
+        # GEMMs in flight, a ring likewise: a launch writes `f_tail`, `done` (the framer's register)
+        # moves `f_head`.
         Flight = data.StructLayout({"m": 24, "n": 16, "base": 16, "end": 17})
-        flight = [Signal(Flight, name=f"flight{i}") for i in range(F)]
+        flight = Array(Signal(Flight, name=f"flight{i}") for i in range(F))
+        f_valid = Signal(F)
+        f_head, f_tail = Signal(range(F)), Signal(range(F))
         f_count = Signal(range(F + 1))
-        launch = Signal()
-        head = queue[0]
-        for i in range(F):
-            nxt = flight[i + 1] if i + 1 < F else flight[i]
-            with m.If(launch & (f_count - self.done == i)):  # (`done` is the framer's register)
-                m.d.sync += [flight[i].m.eq(head.m_tiles), flight[i].n.eq(head.n_tiles),
-                             flight[i].base.eq(head.base), flight[i].end.eq(head.end)]
-            with m.Elif(self.done):
-                m.d.sync += flight[i].eq(nxt)
+        with m.If(launch):
+            m.d.sync += [flight[f_tail].m.eq(head.m_tiles), flight[f_tail].n.eq(head.n_tiles),
+                         flight[f_tail].base.eq(head.base), flight[f_tail].end.eq(head.end),
+                         f_tail.eq(Mux(f_tail == F - 1, 0, f_tail + 1))]
+        with m.If(self.done):
+            m.d.sync += f_head.eq(Mux(f_head == F - 1, 0, f_head + 1))
         m.d.sync += f_count.eq(f_count + launch - self.done)
+        m.d.sync += f_valid.eq((f_valid | Mux(launch, 1 << f_tail, 0)) & ~Mux(self.done, 1 << f_head, 0))
         m.d.comb += [self.in_flight.eq(f_count), self.head_valid.eq(f_count != 0),
-                     self.head_m.eq(flight[0].m), self.head_n.eq(flight[0].n)]
+                     self.head_m.eq(flight[f_head].m), self.head_n.eq(flight[f_head].n)]
 
         # Table rows in use: any queued or in-flight GEMM's [base, end), a flag register per entry
         # (so `row_busy` is a cycle late: its user, the register block, commits table entries at
         # least three cycles after any push or change of `check_row`, AXI4-Lite writes being
         # serial, and entries leaving only make it stricter).
-        entries = [(count > i, queue[i].base, queue[i].end) for i in range(Q)]
-        entries += [(f_count > i, flight[i].base, flight[i].end) for i in range(F)]
+        entries = [(q_valid[i], queue[i].base, queue[i].end) for i in range(Q)]
+        entries += [(f_valid[i], flight[i].base, flight[i].end) for i in range(F)]
         flags = Signal(len(entries))
         m.d.sync += flags.eq(Cat(valid & (self.check_row >= base) & (self.check_row < end)
                                  for valid, base, end in entries))
@@ -135,7 +140,7 @@ class GemmScheduler(wiring.Component):
         m.d.comb += final_tile.eq(n_zero & m_zero)
         settle = Signal(range(self.SETTLE + 1))
         # Whether the head may be launched once no GEMM takes steps, a register made from registers
-        # (a cycle stale, which is safe: launches are at least SETTLE + 1 cycles apart, and a push
+        # (a cycle stale, which is safe: launches are at least SETTLE + 2 cycles apart, and a push
         # or a GEMM leaving only makes a launch possible a cycle later): queued, room in flight,
         # and its output stage the running one's, or nothing in flight.
         same_output = ~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any()
@@ -143,20 +148,23 @@ class GemmScheduler(wiring.Component):
         m.d.sync += may_launch.eq((count != 0) & (f_count < F) & (same_output | (f_count == 0)))
 
         # `ending`: no GEMM is taking steps after this cycle (idle, or the running GEMM's last step's
-        # tile_end is now), so the next may be launched: its settings reach the core in the next
-        # cycle, as the sequencer's contract allows.
+        # tile_end is now). With `may_launch` the head is launched: `launch`, a register, is high
+        # in the next cycle (state LAUNCH), which loads the head into the core's settings; they
+        # reach the core the cycle after, as the sequencer's contract allows.
         ending = Signal()
-        m.d.comb += launch.eq(ending & may_launch)
+        m.d.sync += launch.eq(ending & may_launch)
         with m.If(launch):
-            m.d.comb += pop.eq(1)
             m.d.sync += [cur.eq(head), n_left.eq(head.n_tiles - 1), m_left.eq(head.m_tiles - 1),
                          n_zero.eq(head.n_tiles == 1), m_zero.eq(head.m_tiles == 1), n_is_1.eq(head.n_tiles == 1),
                          settle.eq(self.SETTLE)]
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += ending.eq(1)
-                with m.If(launch):
-                    m.next = "SETTLE"
+                with m.If(may_launch):
+                    m.next = "LAUNCH"
+            with m.State("LAUNCH"):
+                m.d.comb += self.active.eq(1)
+                m.next = "SETTLE"
             with m.State("SETTLE"):
                 m.d.comb += self.active.eq(1)
                 m.d.sync += settle.eq(settle - 1)
@@ -171,8 +179,8 @@ class GemmScheduler(wiring.Component):
                         # K = 1: the tile's first step is its last, and its tile_end comes with its admit
                         m.d.comb += [self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
                         m.next = "TAIL"
-                        with m.If(launch):
-                            m.next = "SETTLE"
+                        with m.If(self.tile_end & may_launch):
+                            m.next = "LAUNCH"
                         with m.Elif(self.tile_end):
                             m.next = "IDLE"
                     with m.Elif(n_zero):
@@ -182,8 +190,8 @@ class GemmScheduler(wiring.Component):
                         m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
             with m.State("TAIL"):
                 m.d.comb += [self.active.eq(1), self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
-                with m.If(launch):
-                    m.next = "SETTLE"
+                with m.If(self.tile_end & may_launch):
+                    m.next = "LAUNCH"
                 with m.Elif(self.tile_end):
                     m.next = "IDLE"
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
