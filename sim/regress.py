@@ -53,7 +53,7 @@ AXI_CONFIGS = [("icarus", 2, 3, "double", "generic"), ("icarus", 4, 4, "single",
                ("verilator", 4, 4, "double", "generic"), ("verilator", 8, 8, "double", "generic"),
                ("verilator", 8, 8, "single", "ecp5")]
 AXI_MODELS = [("okay_nabu", 20), ("keyword_spotting", 1)]
-AXI_TESTS = 5
+AXI_TESTS = 6
 SIM_DIR = ROOT / "build" / "sim"
 
 
