@@ -89,7 +89,9 @@ class AxiAccelerator(wiring.Component):
             framer.res_valid.eq(core.res.valid), core.res.ready.eq(framer.res_ready),
             self.m_axis_res_tvalid.eq(framer.tvalid), framer.tready.eq(self.m_axis_res_tready),
             self.m_axis_res_tlast.eq(framer.tlast),
-            framer.head_valid.eq(sched.head_valid), framer.head_m.eq(sched.head_m), framer.head_n.eq(sched.head_n),
+            framer.head_valid.eq(sched.head_valid), framer.head_m_m1.eq(sched.head_m_m1),
+            framer.head_n_m1.eq(sched.head_n_m1), framer.head_m_one.eq(sched.head_m_one),
+            framer.head_n_one.eq(sched.head_n_one),
             sched.done.eq(framer.done),
         ]
         # The running GEMM's settings, from the scheduler.

@@ -74,7 +74,8 @@ class GemmScheduler(wiring.Component):
             "output_offset": Out(signed(8)), "act_min": Out(signed(8)), "act_max": Out(signed(8)), "bypass": Out(1),
             "hold": Out(1, init=1),
             "admit": In(1), "tile_end": In(1), "final_step": Out(1),
-            "head_valid": Out(1), "head_m": Out(24), "head_n": Out(16), "done": In(1),
+            "head_valid": Out(1), "head_m_m1": Out(24), "head_n_m1": Out(16), "head_m_one": Out(1),
+            "head_n_one": Out(1), "done": In(1),
             "check_row": In(16), "row_busy": Out(1),
         })
 
@@ -97,25 +98,35 @@ class GemmScheduler(wiring.Component):
             m.d.sync += q_head.eq(Mux(q_head == Q - 1, 0, q_head + 1))
         m.d.sync += count.eq(count + self.push - launch)
         m.d.sync += q_valid.eq((q_valid | Mux(self.push, 1 << q_tail, 0)) & ~Mux(launch, 1 << q_head, 0))
-        head = queue[q_head]
+        # The head entry and whether it holds a descriptor, in registers (a cycle behind the
+        # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
+        # path that ends elsewhere than here). (`head_valid` as an AND-OR, not an Array: Amaranth
+        # makes an Array an `always @*` that Icarus does not run until an input changes, and an X
+        # here would reach `count`.)
+        head, head_valid = Signal(Desc), Signal()
+        m.d.sync += [head.eq(queue[q_head]), head_valid.eq(Cat(q_valid[i] & (q_head == i) for i in range(Q)).any())]
 
         # GEMMs in flight, a ring likewise: a launch writes `f_tail`, `done` (the framer's register)
         # moves `f_head`.
-        Flight = data.StructLayout({"m": 24, "n": 16, "base": 16, "end": 17})
+        # (the framer's counts, made when the GEMM is launched: tiles - 1 and whether that is 0)
+        Flight = data.StructLayout({"m_m1": 24, "n_m1": 16, "m_one": 1, "n_one": 1, "base": 16, "end": 17})
         flight = Array(Signal(Flight, name=f"flight{i}") for i in range(F))
         f_valid = Signal(F)
         f_head, f_tail = Signal(range(F)), Signal(range(F))
         f_count = Signal(range(F + 1))
         with m.If(launch):
-            m.d.sync += [flight[f_tail].m.eq(head.m_tiles), flight[f_tail].n.eq(head.n_tiles),
+            m.d.sync += [flight[f_tail].m_m1.eq(head.m_tiles - 1), flight[f_tail].n_m1.eq(head.n_tiles - 1),
+                         flight[f_tail].m_one.eq(head.m_tiles == 1), flight[f_tail].n_one.eq(head.n_tiles == 1),
                          flight[f_tail].base.eq(head.base), flight[f_tail].end.eq(head.end),
                          f_tail.eq(Mux(f_tail == F - 1, 0, f_tail + 1))]
         with m.If(self.done):
             m.d.sync += f_head.eq(Mux(f_head == F - 1, 0, f_head + 1))
         m.d.sync += f_count.eq(f_count + launch - self.done)
         m.d.sync += f_valid.eq((f_valid | Mux(launch, 1 << f_tail, 0)) & ~Mux(self.done, 1 << f_head, 0))
+        oldest = flight[f_head]
         m.d.comb += [self.in_flight.eq(f_count), self.head_valid.eq(f_count != 0),
-                     self.head_m.eq(flight[f_head].m), self.head_n.eq(flight[f_head].n)]
+                     self.head_m_m1.eq(oldest.m_m1), self.head_n_m1.eq(oldest.n_m1),
+                     self.head_m_one.eq(oldest.m_one), self.head_n_one.eq(oldest.n_one)]
 
         # Table rows in use: any queued or in-flight GEMM's [base, end), a flag register per entry
         # (so `row_busy` is a cycle late: its user, the register block, commits table entries at
@@ -140,12 +151,12 @@ class GemmScheduler(wiring.Component):
         m.d.comb += final_tile.eq(n_zero & m_zero)
         settle = Signal(range(self.SETTLE + 1))
         # Whether the head may be launched once no GEMM takes steps, a register made from registers
-        # (a cycle stale, which is safe: launches are at least SETTLE + 2 cycles apart, and a push
-        # or a GEMM leaving only makes a launch possible a cycle later): queued, room in flight,
+        # (a cycle behind `head`, which is safe: launches are at least SETTLE + 2 cycles apart, and
+        # a push or a GEMM leaving only makes a launch possible later): queued, room in flight,
         # and its output stage the running one's, or nothing in flight.
         same_output = ~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any()
         may_launch = Signal()
-        m.d.sync += may_launch.eq((count != 0) & (f_count < F) & (same_output | (f_count == 0)))
+        m.d.sync += may_launch.eq(head_valid & (f_count < F) & (same_output | (f_count == 0)))
 
         # `ending`: no GEMM is taking steps after this cycle (idle, or the running GEMM's last step's
         # tile_end is now). With `may_launch` the head is launched: `launch`, a register, is high
@@ -154,9 +165,7 @@ class GemmScheduler(wiring.Component):
         ending = Signal()
         m.d.sync += launch.eq(ending & may_launch)
         with m.If(launch):
-            m.d.sync += [cur.eq(head), n_left.eq(head.n_tiles - 1), m_left.eq(head.m_tiles - 1),
-                         n_zero.eq(head.n_tiles == 1), m_zero.eq(head.m_tiles == 1), n_is_1.eq(head.n_tiles == 1),
-                         settle.eq(self.SETTLE)]
+            m.d.sync += [cur.eq(head), settle.eq(self.SETTLE)]
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += ending.eq(1)
@@ -168,6 +177,9 @@ class GemmScheduler(wiring.Component):
             with m.State("SETTLE"):
                 m.d.comb += self.active.eq(1)
                 m.d.sync += settle.eq(settle - 1)
+                with m.If(settle == self.SETTLE):  # the tile counts, from `cur`
+                    m.d.sync += [n_left.eq(cur.n_tiles - 1), m_left.eq(cur.m_tiles - 1),
+                                 n_zero.eq(cur.n_tiles == 1), m_zero.eq(cur.m_tiles == 1), n_is_1.eq(cur.n_tiles == 1)]
                 with m.If(settle == 1):
                     m.d.sync += self.hold.eq(0)
                     m.next = "RUN"

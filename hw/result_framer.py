@@ -1,7 +1,8 @@
 """The result framer of the AXI top: TLAST on the last result row of each GEMM, and ``done``.
 
 The core's ``res`` rows come in GEMM order: per GEMM, ``m_tiles * n_tiles`` tiles of ``rows``
-rows. The framer counts them down against the oldest in-flight GEMM's tiles (``head_*`` from
+rows. The framer counts them down against the oldest in-flight GEMM's tiles (``head_*``: tiles - 1 and whether
+that is zero, from
 :class:`hw.gemm_scheduler.GemmScheduler`), passes the stream on as ``tvalid``/``tready`` with
 ``tlast`` on that GEMM's last row, and pulses ``done`` (a register) in the cycle after that row
 is transferred (the scheduler then drops the GEMM, and the next one's counts load the cycle
@@ -22,7 +23,8 @@ class ResultFramer(wiring.Component):
     def __init__(self, rows):
         self.rows = rows
         super().__init__({
-            "head_valid": In(1), "head_m": In(24), "head_n": In(16), "done": Out(1),
+            "head_valid": In(1), "head_m_m1": In(24), "head_n_m1": In(16), "head_m_one": In(1),
+            "head_n_one": In(1), "done": Out(1),
             "res_valid": In(1), "res_ready": Out(1),
             "tvalid": Out(1), "tready": In(1), "tlast": Out(1),
         })
@@ -33,8 +35,8 @@ class ResultFramer(wiring.Component):
         # rows left in the tile after this one, column tiles left in the row tile, row tiles left,
         # each with a register flagging zero (TLAST is an AND of three flip-flops)
         row_left = Signal(range(self.rows))
-        n_left, m_left, n_total = Signal(16), Signal(24), Signal(16)
-        row_zero, n_zero, m_zero, n_total_is_1 = Signal(), Signal(), Signal(), Signal()
+        n_left, m_left, n_m1 = Signal(16), Signal(24), Signal(16)
+        row_zero, n_zero, m_zero, n_one = Signal(), Signal(), Signal(), Signal()
         last_row = Signal()
         m.d.comb += last_row.eq(row_zero & n_zero & m_zero)
         m.d.comb += [self.tvalid.eq(self.res_valid & loaded), self.res_ready.eq(self.tready & loaded),
@@ -47,9 +49,9 @@ class ResultFramer(wiring.Component):
         # (the scheduler drops the GEMM on `done`, so the next one is at head_* the cycle after it)
         with m.If(~loaded & ~done & self.head_valid):
             m.d.sync += [loaded.eq(1), row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1),
-                         n_left.eq(self.head_n - 1), n_zero.eq(self.head_n == 1),
-                         m_left.eq(self.head_m - 1), m_zero.eq(self.head_m == 1),
-                         n_total.eq(self.head_n), n_total_is_1.eq(self.head_n == 1)]
+                         n_left.eq(self.head_n_m1), n_zero.eq(self.head_n_one),
+                         m_left.eq(self.head_m_m1), m_zero.eq(self.head_m_one),
+                         n_m1.eq(self.head_n_m1), n_one.eq(self.head_n_one)]
         with m.If(take):
             with m.If(last_row):
                 m.d.sync += loaded.eq(0)
@@ -60,6 +62,6 @@ class ResultFramer(wiring.Component):
                 with m.If(~n_zero):
                     m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
                 with m.Else():
-                    m.d.sync += [n_left.eq(n_total - 1), n_zero.eq(n_total_is_1), m_left.eq(m_left - 1),
+                    m.d.sync += [n_left.eq(n_m1), n_zero.eq(n_one), m_left.eq(m_left - 1),
                                  m_zero.eq(m_left == 1)]
         return m
