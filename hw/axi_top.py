@@ -23,7 +23,10 @@ when pushed, queued, and launched one after another (:mod:`hw.gemm_scheduler`): 
 same output stage follow each other without draining the pipeline.
 """
 
-from amaranth import Array, Cat, Const, Module, Signal, Value
+import operator
+from functools import reduce
+
+from amaranth import Cat, Const, Module, Mux, Signal, Value
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -74,7 +77,7 @@ class AxiAccelerator(wiring.Component):
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows)
-        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=2)
+        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=3)
         for name in axi_lite_members(ADDR_WIDTH):
             port, inner = getattr(self, name), getattr(axil, name)
             m.d.comb += (inner.eq(port) if name[len("s_axil_"):] in _AXIL_INPUTS else port.eq(inner))
@@ -231,23 +234,24 @@ class AxiAccelerator(wiring.Component):
             "TABLE_DEPTH": self.max_col_tiles,
             "LATENCY": core_latency | self.core.min_tile_steps << 16,
         }
-        status = Signal(32)
+        status = Signal(32)  # (a register: the scheduler's flags are logic)
         for fname, value in (("BUSY", sched.busy), ("ACTIVE", sched.active), ("QUEUED", sched.queued),
                              ("IN_FLIGHT", sched.in_flight)):
             f = reg("STATUS").field(fname)
-            m.d.comb += status[f.lsb:f.lsb + f.width].eq(value)
+            m.d.sync += status[f.lsb:f.lsb + f.width].eq(value)
         live = {
             "STATUS": status,
             "ERROR": error, "IRQ": Cat(irq_done, error != 0), "IRQ_ENABLE": irq_enable,
             **staged, **counters,
         }
-        # In two register stages (the value two cycles after r_stb): the address decoded into an
-        # index, then the index selects the value (a read of a write-only register gives 0).
+        # In three register stages (the value three cycles after r_stb): the address decoded into
+        # an index, then the index's low bits select within groups of eight, then its high bits a
+        # group (a read of a write-only register gives 0). (As one 31-way multiplexer, 8.6 ns of
+        # routing: the AXI top's worst path in a placement.)
         values = [Const(0, 32)] + [Const(fixed[r.name], 32) if r.name in fixed else Value.cast(live[r.name])
                                    for r in REGISTERS if r.name in fixed or r.name in live]
         index = {r.offset: n + 1 for n, r in enumerate(r for r in REGISTERS if r.name in fixed or r.name in live)}
-        r_sel, r_err, r_data = Signal(range(len(values))), Signal(), Signal(32)
-        m.d.comb += [axil.r_data.eq(r_data), axil.r_err.eq(r_err)]
+        r_sel, r_err = Signal(range(len(values))), Signal()
         with m.If(axil.r_stb):
             m.d.sync += [r_sel.eq(0), r_err.eq(0)]
             with m.Switch(axil.r_addr):
@@ -258,8 +262,20 @@ class AxiAccelerator(wiring.Component):
                     pass
                 with m.Default():
                     m.d.sync += r_err.eq(1)
-        m.d.sync += r_data.eq(Array(values)[r_sel])
+        groups = [values[k:k + 8] for k in range(0, len(values), 8)]
+        group_regs = [Signal(32, name=f"r_group{k}") for k in range(len(groups))]
+        sel_hi, err_d, r_data, r_err_out = Signal(range(len(groups))), Signal(), Signal(32), Signal()
+        m.d.sync += [reg_.eq(_select(group, r_sel[:3])) for reg_, group in zip(group_regs, groups, strict=True)]
+        m.d.sync += [sel_hi.eq(r_sel >> 3), err_d.eq(r_err), r_data.eq(_select(group_regs, sel_hi)),
+                     r_err_out.eq(err_d)]
+        m.d.comb += [axil.r_data.eq(r_data), axil.r_err.eq(r_err_out)]
         return m
+
+
+def _select(values, sel):
+    """``values[sel]`` as an AND-OR of continuous assignments (an Amaranth Array becomes an
+    `always @*` that Icarus does not run until an input changes: X until the first new index)."""
+    return reduce(operator.or_, (Mux(sel == i, v, 0) for i, v in enumerate(values)))
 
 
 _AXIL_INPUTS = {"awaddr", "awprot", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arprot", "arvalid",
