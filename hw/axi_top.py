@@ -52,6 +52,7 @@ class AxiAccelerator(wiring.Component):
                  queue_depth=4, flight_depth=4):
         for name, v in (("queue_depth", queue_depth), ("flight_depth", flight_depth)):
             if not isinstance(v, int) or not 2 <= v <= 15:
+                self._MustUse__silence = True  # a refused object is not an unused design
                 raise ValueError(f"{name} must be an integer in 2..15, got {v!r}")
         self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp)
         self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles

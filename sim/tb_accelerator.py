@@ -165,6 +165,10 @@ class Scoreboard:
 class TB:
     def __init__(self, dut, seed, pauses=PAUSES):
         self.dut = dut
+        # The core's inputs for the AXI top's scheduler: no GEMM held, tables from row 0 (an
+        # undriven input is X on Icarus).
+        dut.hold.value = 0
+        dut.table_base.value = 0
         self.rng = np.random.default_rng(seed)
         p_in, p_out = (0.25, 0.3) if pauses else (0.0, 0.0)
         self.act = StreamSource(dut, "act", pause_generator(self.rng, p_in))

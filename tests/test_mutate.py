@@ -12,16 +12,22 @@ ROOT = mutate_main.ROOT
 
 
 @pytest.mark.parametrize("file", mutate_main.FILES)
-def test_every_operator_mutates_each_file_and_every_mutant_is_python(file):
+def test_each_file_is_mutated_and_every_mutant_is_python(file):
     muts = mutants(ROOT / file, ROOT)
     ops = collections.Counter(m.operator for m in muts)
+    assert ops, f"{file} yields no mutants"
     assert set(ops) <= set(OPERATORS)
-    assert {"binop", "constant", "drop", "invert", "mux"} <= set(ops), ops
     ids = [m.id for m in muts]
     assert len(ids) == len(set(ids))                 # ids are unique
     original = (ROOT / file).read_text()
     assert all(m.source != original for m in muts)   # every mutant changes the file
     assert all(m.id.startswith(f"{file}::") for m in muts)
+
+
+def test_the_main_operators_all_apply_to_the_rtl():
+    """Over the files `make mutate` covers (some, like the ECP5 primitive wrapper, have only constants)."""
+    ops = {m.operator for file in mutate_main.FILES for m in mutants(ROOT / file, ROOT)}
+    assert {"binop", "constant", "drop", "invert", "mux"} <= ops, ops
 
 
 def test_mutants_leave_refusals_strings_and_docstrings_alone(tmp_path):

@@ -275,7 +275,7 @@ def test_blocks_alone(tmp_path):
     assert result["fmax_mhz"] > 0
     assert (tmp_path / "ecp5_array_2x2.json").exists()
     assert "array 2x2" in format_table([result])
-    with pytest.raises(SynthError, match=r"block must be one of \['accelerator', 'array', 'lane'\], got 'fifo'"):
+    with pytest.raises(SynthError, match=r"block must be one of \['accelerator', 'array', 'lane', 'axi'\], got 'fifo'"):
         synthesize("ecp5", 2, 2, block="fifo", out_dir=tmp_path)
 
 
