@@ -6,7 +6,6 @@ TB_PROBLEMS, TB_MAX_DIM, TB_PAUSES, TB_RESULTS.
 """
 
 import json
-import os
 import random
 
 import cocotb
@@ -21,15 +20,9 @@ from hw.registers import ERROR_BITS, ID_MAGIC, VERSION, reg
 from .axi_driver import AxiDriver
 from .stimulus import random_problem
 
-ROWS = int(os.environ.get("TB_ROWS", "2"))
-COLS = int(os.environ.get("TB_COLS", "2"))
-ROUNDING = os.environ.get("TB_ROUNDING", "double")
-MAX_COL_TILES = int(os.environ.get("TB_MAX_COL_TILES", "8"))
-SEED = int(os.environ.get("TB_SEED", "1"))
-N_PROBLEMS = int(os.environ.get("TB_PROBLEMS", "6"))
-MAX_DIM = int(os.environ.get("TB_MAX_DIM", "12"))
-PAUSES = os.environ.get("TB_PAUSES", "1") == "1"
-RESULTS = os.environ.get("TB_RESULTS")
+# (the configuration from the environment, as the core's testbench reads it)
+from .tb_accelerator import COLS, MAX_COL_TILES, MAX_DIM, N_PROBLEMS, PAUSES, RESULTS, ROUNDING, ROWS, SEED
+
 QUEUE_DEPTH = 4
 
 
