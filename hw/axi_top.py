@@ -76,6 +76,7 @@ class AxiAccelerator(wiring.Component):
         m = Module()
         m.submodules.core = core = self.core
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
+                                                   min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows)
         m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=3)

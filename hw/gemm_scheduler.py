@@ -59,11 +59,16 @@ class GemmScheduler(wiring.Component):
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
     SETTLE = 3
     # From a GEMM's last step to the next one's first, at the earliest: tile_end, the launch
-    # register, the settings' registers, then SETTLE cycles.
+    # register, the settings' registers, then SETTLE cycles (more for a short K: see `gap`).
     GAP = 3 + SETTLE
 
-    def __init__(self, *, max_col_tiles, k_width=24, queue_depth=4, flight_depth=4):
+    def gap(self, k):
+        """Cycles from a GEMM's last step to the next one's first (of K = ``k``), at the earliest."""
+        return max(self.GAP, self.min_tile_steps - k + 1)
+
+    def __init__(self, *, max_col_tiles, min_tile_steps=2, k_width=24, queue_depth=4, flight_depth=4):
         self.max_col_tiles, self.queue_depth, self.flight_depth = max_col_tiles, queue_depth, flight_depth
+        self.min_tile_steps = min_tile_steps
         Desc = descriptor_layout()
         super().__init__({
             "push": In(1), "desc": In(Desc), "full": Out(1),
@@ -149,7 +154,8 @@ class GemmScheduler(wiring.Component):
         n_zero, m_zero, n_is_1 = Signal(), Signal(), Signal()
         final_tile = Signal()
         m.d.comb += final_tile.eq(n_zero & m_zero)
-        settle = Signal(range(self.SETTLE + 1))
+        settle = Signal(range(max(self.SETTLE, self.min_tile_steps) + 1))
+        first_settle = Signal()
         # Whether the head may be launched once no GEMM takes steps, a register made from registers
         # (a cycle behind `head`, which is safe: launches are at least SETTLE + 2 cycles apart, and
         # a push or a GEMM leaving only makes a launch possible later): queued, room in flight,
@@ -165,7 +171,14 @@ class GemmScheduler(wiring.Component):
         ending = Signal()
         m.d.sync += launch.eq(ending & may_launch)
         with m.If(launch):
-            m.d.sync += [cur.eq(head), settle.eq(self.SETTLE)]
+            m.d.sync += [cur.eq(head), settle.eq(self.SETTLE), first_settle.eq(1)]
+            # The array needs a tile's last step at least min_tile_steps (p) cycles after the
+            # previous tile's. The core pads after a short tile for the next tile of the same K; a
+            # GEMM with a smaller K (K < p - 5) must start later: its first step comes
+            # settle + 3 cycles after the last GEMM's last step, so settle >= p - 2 - K.
+            for k in range(1, max(1, self.min_tile_steps - 2 - self.SETTLE)):
+                with m.If(head.k == k):
+                    m.d.sync += settle.eq(self.min_tile_steps - 2 - k)
         with m.FSM():
             with m.State("IDLE"):
                 m.d.comb += ending.eq(1)
@@ -176,8 +189,9 @@ class GemmScheduler(wiring.Component):
                 m.next = "SETTLE"
             with m.State("SETTLE"):
                 m.d.comb += self.active.eq(1)
+                m.d.sync += first_settle.eq(0)
                 m.d.sync += settle.eq(settle - 1)
-                with m.If(settle == self.SETTLE):  # the tile counts, from `cur`
+                with m.If(first_settle):  # the tile counts, from `cur`
                     m.d.sync += [n_left.eq(cur.n_tiles - 1), m_left.eq(cur.m_tiles - 1),
                                  n_zero.eq(cur.n_tiles == 1), m_zero.eq(cur.m_tiles == 1), n_is_1.eq(cur.n_tiles == 1)]
                 with m.If(settle == 1):

@@ -297,7 +297,9 @@ def check_full_rate(problems, spans, results):
         assert last - first == want, f"GEMM {i}: steps span {last - first} cycles, the core's timing {want}"
         if i:
             k_prev = problems[i - 1].shape[1]
-            gap = max(GemmScheduler.GAP, max(k_prev, p_min) - k_prev + 1)
+            # (the core's padding after a short tile, or the scheduler's gap for this K)
+            gap = max(max(k_prev, p_min) - k_prev + 1, GemmScheduler(max_col_tiles=MAX_COL_TILES,
+                                                                     min_tile_steps=p_min).gap(p.shape[1]))
             assert first - spans[i - 1][1] == gap, \
                 f"GEMM {i} started {first - spans[i - 1][1]} cycles after GEMM {i - 1}'s last step, model {gap}"
     assert results[-1] - spans[-1][1] == core.latency, \
