@@ -17,7 +17,11 @@ Timing contract (what the accelerator and the AXI top rely on):
   Between GEMMs the column-tile index must be back at 0, which it is after whole row tiles.
 - ``hold`` stops new tiles, not the tile in progress: a tile whose first step was accepted
   runs to its last. Raised in the cycle after a tile's ``admit``, it stops the next tile.
-- Tiles of fewer than ``min_tile_steps`` steps are followed by idle cycles up to that.
+- Tiles of fewer than ``min_tile_steps`` steps are followed by idle cycles up to that, which keeps
+  the last steps of consecutive tiles of one K ``min_tile_steps`` apart, as the array needs. When
+  K changes between GEMMs to a smaller K, the caller must hold the next GEMM's first step off
+  until its first tile's last step is ``min_tile_steps`` after the previous last step (the AXI
+  top's scheduler does).
 """
 
 from amaranth import Module, Mux, Signal
