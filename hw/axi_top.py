@@ -80,9 +80,9 @@ class AxiAccelerator(wiring.Component):
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows)
         m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=3)
-        for name in axi_lite_members(ADDR_WIDTH):
+        for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
-            m.d.comb += (inner.eq(port) if name[len("s_axil_"):] in _AXIL_INPUTS else port.eq(inner))
+            m.d.comb += inner.eq(port) if member.flow == In else port.eq(inner)
 
         # Streams into the core and out of it, the result stream through the framer (TLAST).
         m.d.comb += [
@@ -284,6 +284,3 @@ def _and_or(pairs):
     Array becomes an `always @*` that Icarus does not run until an input changes)."""
     return reduce(operator.or_, (Mux(sel, value, 0) for sel, value in pairs))
 
-
-_AXIL_INPUTS = {"awaddr", "awprot", "awvalid", "wdata", "wstrb", "wvalid", "bready", "araddr", "arprot", "arvalid",
-                "rready"}

@@ -93,16 +93,10 @@ class GemmScheduler(wiring.Component):
         # The queue: a ring of Q entries, each written only by a push at `tail`; a launch moves
         # `head` (so no entry's enable depends on a launch).
         queue = Array(Signal(Desc, name=f"queue{i}") for i in range(Q))
-        q_valid = Signal(Q)
-        q_head, q_tail = Signal(range(Q)), Signal(range(Q))
-        count = Signal(range(Q + 1))
+        q_head, q_tail, count, q_valid = _ring(m, Q, self.push, launch, "q")
         m.d.comb += [self.full.eq(count == Q), self.queued.eq(count)]
         with m.If(self.push):
-            m.d.sync += [queue[q_tail].eq(self.desc), q_tail.eq(Mux(q_tail == Q - 1, 0, q_tail + 1))]
-        with m.If(launch):
-            m.d.sync += q_head.eq(Mux(q_head == Q - 1, 0, q_head + 1))
-        m.d.sync += count.eq(count + self.push - launch)
-        m.d.sync += q_valid.eq((q_valid | Mux(self.push, 1 << q_tail, 0)) & ~Mux(launch, 1 << q_head, 0))
+            m.d.sync += queue[q_tail].eq(self.desc)
         # The head entry and whether it holds a descriptor, in registers (a cycle behind the
         # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
         # path that ends elsewhere than here). (`head_valid` as an AND-OR, not an Array: Amaranth
@@ -116,18 +110,11 @@ class GemmScheduler(wiring.Component):
         # (the framer's counts, made when the GEMM is launched: tiles - 1 and whether that is 0)
         Flight = data.StructLayout({"m_m1": 24, "n_m1": 16, "m_one": 1, "n_one": 1, "base": 16, "end": 17})
         flight = Array(Signal(Flight, name=f"flight{i}") for i in range(F))
-        f_valid = Signal(F)
-        f_head, f_tail = Signal(range(F)), Signal(range(F))
-        f_count = Signal(range(F + 1))
+        f_head, f_tail, f_count, f_valid = _ring(m, F, launch, self.done, "f")
         with m.If(launch):
             m.d.sync += [flight[f_tail].m_m1.eq(head.m_tiles - 1), flight[f_tail].n_m1.eq(head.n_tiles - 1),
                          flight[f_tail].m_one.eq(head.m_tiles == 1), flight[f_tail].n_one.eq(head.n_tiles == 1),
-                         flight[f_tail].base.eq(head.base), flight[f_tail].end.eq(head.end),
-                         f_tail.eq(Mux(f_tail == F - 1, 0, f_tail + 1))]
-        with m.If(self.done):
-            m.d.sync += f_head.eq(Mux(f_head == F - 1, 0, f_head + 1))
-        m.d.sync += f_count.eq(f_count + launch - self.done)
-        m.d.sync += f_valid.eq((f_valid | Mux(launch, 1 << f_tail, 0)) & ~Mux(self.done, 1 << f_head, 0))
+                         flight[f_tail].base.eq(head.base), flight[f_tail].end.eq(head.end)]
         oldest = flight[f_head]
         m.d.comb += [self.in_flight.eq(f_count), self.head_valid.eq(f_count != 0),
                      self.head_m_m1.eq(oldest.m_m1), self.head_n_m1.eq(oldest.n_m1),
@@ -222,3 +209,18 @@ class GemmScheduler(wiring.Component):
                     m.next = "IDLE"
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
         return m
+
+
+def _ring(m, depth, push, pop, name):
+    """The bookkeeping of a ring of ``depth`` entries: ``head`` and ``tail`` pointers (``push``
+    moves the tail, ``pop`` the head), the ``count`` of entries and a ``valid`` bit per entry.
+    The caller writes entry ``tail`` on a push and reads entry ``head``."""
+    head, tail = Signal(range(depth), name=f"{name}_head"), Signal(range(depth), name=f"{name}_tail")
+    count, valid = Signal(range(depth + 1), name=f"{name}_count"), Signal(depth, name=f"{name}_valid")
+    with m.If(push):
+        m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
+    with m.If(pop):
+        m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
+    m.d.sync += [count.eq(count + push - pop),
+                 valid.eq((valid | Mux(push, 1 << tail, 0)) & ~Mux(pop, 1 << head, 0))]
+    return head, tail, count, valid

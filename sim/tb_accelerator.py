@@ -145,7 +145,11 @@ class Scoreboard:
         self.failures = 0
 
     def check(self, problem, rows, label):
-        got = problem.assemble([unpack(r, COLS, 32) for r in rows], ROWS, COLS)
+        """Compare the result rows (packed ``res`` words, in arrival order) with golden."""
+        return self.compare(problem, problem.assemble([unpack(r, COLS, 32) for r in rows], ROWS, COLS), label)
+
+    def compare(self, problem, got, label):
+        """Compare ``got`` (the assembled [M, N] int32 lanes) with golden; keep the int8 view in ``last_output``."""
         want, st = problem.expected()
         if not problem.bypass:
             got = ((got + 128) % 256) - 128

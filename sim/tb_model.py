@@ -100,9 +100,8 @@ class AxiLayers:
         results = [None] * len(problems)
 
         async def receive(i, p):
-            got = await d.receive(p)
-            tb.check(p, got, f"{label} GEMM {i}")
-            results[i] = (((got + 128) % 256) - 128).astype(np.int8)
+            tb.check(p, await d.receive(p), f"{label} GEMM {i}")
+            results[i] = tb.scoreboard.last_output.astype(np.int8)
 
         if QUEUE:
             async def receiver():
