@@ -6,14 +6,18 @@ ARREADY, RDATA, RRESP, RVALID, RREADY), 32-bit data. The register side:
 
 - a write: ``w_stb`` for one cycle with ``w_addr`` (word-aligned byte offset) and ``w_data``;
   the block answers in that cycle with ``w_err`` (SLVERR). A write whose WSTRB is not all ones
-  is not passed on: it answers SLVERR with ``w_partial`` (registers take whole words).
+  is not passed on: it answers SLVERR with ``w_partial`` (registers take whole words). With
+  ``write_latency`` 2, ``w_pre`` comes the cycle before ``w_stb`` with ``w_addr`` and ``w_data``
+  already valid (they hold until the response is taken), so the block can decode the address
+  into registers (a write strobe per register, and ``w_err``) rather than in front of its enables.
 - a read: ``r_stb`` for one cycle with ``r_addr``; the block gives ``r_data`` and ``r_err``
   ``read_latency`` cycles later.
 
-Latency: the write response (BVALID) comes two cycles after the cycle both AWVALID and WVALID
-are accepted, the read data (RVALID) ``read_latency + 2`` cycles after ARVALID is accepted. One access of
-each kind is outstanding at a time; a write and a read may overlap. Per AXI, BVALID and RVALID
-never wait on BREADY/RREADY, and are held with their payloads until taken.
+Latency: the write response (BVALID) comes ``write_latency + 1`` cycles after the cycle both
+AWVALID and WVALID are accepted, the read data (RVALID) ``read_latency + 2`` cycles after ARVALID
+is accepted. One access of each kind is outstanding at a time; a write and a read may overlap.
+Per AXI, BVALID and RVALID never wait on BREADY/RREADY, and are held with their payloads until
+taken.
 """
 
 from amaranth import Module, Mux, Signal
@@ -43,10 +47,13 @@ def axi_lite_members(addr_width, prefix="s_axil_"):
 class AxiLiteSlave(wiring.Component):
     """AXI4-Lite to a register strobe interface (see the module docstring)."""
 
-    def __init__(self, addr_width=12, read_latency=1):
-        self.addr_width, self.read_latency = addr_width, read_latency
+    def __init__(self, addr_width=12, read_latency=1, write_latency=1):
+        if write_latency not in (1, 2):
+            raise ValueError(f"write_latency must be 1 or 2, got {write_latency!r}")
+        self.addr_width, self.read_latency, self.write_latency = addr_width, read_latency, write_latency
         super().__init__({
             **axi_lite_members(addr_width),
+            "w_pre": Out(1),
             "w_stb": Out(1), "w_addr": Out(addr_width), "w_data": Out(32), "w_err": In(1), "w_partial": Out(1),
             "r_stb": Out(1), "r_addr": Out(addr_width), "r_data": In(32), "r_err": In(1),
         })
@@ -63,14 +70,17 @@ class AxiLiteSlave(wiring.Component):
         take_w = Signal()
         m.d.comb += [take_w.eq(p("awvalid") & p("wvalid") & ~w_busy),
                      p("awready").eq(take_w), p("wready").eq(take_w)]
-        w_addr = Signal(self.addr_width)
-        w_data = Signal(32)
+        w_addr = Signal(self.addr_width, reset_less=True)
+        w_data = Signal(32, reset_less=True)
         w_full = Signal()
         w_go = Signal()
         with m.If(take_w):
             m.d.sync += [w_busy.eq(1), w_addr.eq(p("awaddr")), w_data.eq(p("wdata")),
                          w_full.eq(p("wstrb") == 0b1111)]
         m.d.sync += w_go.eq(take_w)
+        if self.write_latency == 2:
+            m.d.comb += self.w_pre.eq(w_go & w_full)
+            w_go = delayed(m, w_go, 1, "w_go_d")
         m.d.comb += [self.w_stb.eq(w_go & w_full), self.w_partial.eq(w_go & ~w_full),
                      self.w_addr.eq(w_addr), self.w_data.eq(w_data)]
         with m.If(w_go):
@@ -83,7 +93,7 @@ class AxiLiteSlave(wiring.Component):
         r_busy = Signal()
         take_r = Signal()
         m.d.comb += [take_r.eq(p("arvalid") & ~r_busy), p("arready").eq(take_r)]
-        r_addr = Signal(self.addr_width)
+        r_addr = Signal(self.addr_width, reset_less=True)
         r_go = Signal()
         with m.If(take_r):
             m.d.sync += [r_busy.eq(1), r_addr.eq(p("araddr"))]

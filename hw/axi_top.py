@@ -78,8 +78,8 @@ class AxiAccelerator(wiring.Component):
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
-        m.submodules.framer = framer = ResultFramer(self.rows)
-        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=3)
+        m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.head_n_m1))
+        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=3, write_latency=2)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
             m.d.comb += inner.eq(port) if member.flow == In else port.eq(inner)
@@ -136,24 +136,45 @@ class AxiAccelerator(wiring.Component):
             return staged[name][f.lsb:f.lsb + f.width]
 
         desc = sched.desc
-        # a descriptor that passed its checks, queued in the next cycle (from the staging registers,
-        # which no write changes before then)
+        # a descriptor that passed its checks (the scheduler queues it in the next cycle, from the
+        # staging registers, which no write changes before then)
         push = Signal()
-        with m.If(push):
-            m.d.sync += push.eq(0)
         m.d.comb += sched.push.eq(push)
+        # A register write strobe per writable register (dup_we_*: the address decoded a cycle
+        # ahead, on the AXI-Lite slave's w_pre, so each register's enable is a flip-flop), and
+        # w_err likewise for the offsets nothing takes.
+        writable = [r for r in REGISTERS if r.access in ("rw", "wo", "w1c")]
+        we = {r.name: Signal(name=f"dup_we_{r.name.lower()}") for r in writable}
+        w_bad = Signal()
+        m.d.sync += [sig.eq(axil.w_pre & (axil.w_addr == reg(name).offset)) for name, sig in we.items()]
+        m.d.sync += w_bad.eq(axil.w_pre & ~Cat(axil.w_addr == r.offset for r in writable).any())
+        m.d.comb += [axil.w_err.eq(w_bad), err("BAD_ACCESS").eq(w_bad | axil.w_partial)]
+
         k, n, mt, base = (field("DESC_K", "K"), field("DESC_N_TILES", "N_TILES"), field("DESC_M_TILES", "M_TILES"),
                           field("DESC_TABLE_BASE", "BASE"))
         out = {f: field("DESC_OUTPUT", f.upper()) for f in ("output_offset", "act_min", "act_max", "bypass")}
-        # The staged descriptor's checks, registers made from the staging registers (current when a
-        # DESC_PUSH write arrives: AXI4-Lite writes come at least three cycles apart).
-        end = Signal(17)
+        # The staged descriptor's checks and the counts the scheduler queues, in two register
+        # stages from the staging registers: copies of the fields (dup_chk_*, near the checks),
+        # then the checks. They are current when a DESC_PUSH write arrives: AXI4-Lite writes
+        # reach the registers at least four cycles apart.
+        chk = {name: Signal.like(v, name=f"dup_chk_{name}", reset_less=True) for name, v in
+               (("k", k), ("n", n), ("mt", mt), ("base", base), ("act_min", out["act_min"]),
+                ("act_max", out["act_max"]))}
+        m.d.sync += [chk[name].eq(v) for name, v in (("k", k), ("n", n), ("mt", mt), ("base", base),
+                                                      ("act_min", out["act_min"]), ("act_max", out["act_max"]))]
         checks = {name: Signal(name=f"bad_{name.lower()}") for name in ("DESC_K", "DESC_TILES", "DESC_TABLE",
                                                                            "DESC_BOUNDS")}
-        m.d.sync += [end.eq(base + n), checks["DESC_K"].eq(k == 0), checks["DESC_TILES"].eq((n == 0) | (mt == 0)),
-                     checks["DESC_TABLE"].eq(base + n > self.max_col_tiles),
-                     checks["DESC_BOUNDS"].eq(out["act_min"].as_signed() > out["act_max"].as_signed())]
-        m.d.comb += [desc.k.eq(k), desc.n_tiles.eq(n), desc.m_tiles.eq(mt), desc.base.eq(base), desc.end.eq(end)]
+        end = Signal(17, reset_less=True)
+        counts = {"m_m1": Signal(24, reset_less=True), "n_m1": Signal(16, reset_less=True),
+                  "m_one": Signal(reset_less=True), "n_one": Signal(reset_less=True)}
+        m.d.sync += [end.eq(chk["base"] + chk["n"]), checks["DESC_K"].eq(chk["k"] == 0),
+                     checks["DESC_TILES"].eq((chk["n"] == 0) | (chk["mt"] == 0)),
+                     checks["DESC_TABLE"].eq(chk["base"] + chk["n"] > self.max_col_tiles),
+                     checks["DESC_BOUNDS"].eq(chk["act_min"].as_signed() > chk["act_max"].as_signed()),
+                     counts["m_m1"].eq(chk["mt"] - 1), counts["n_m1"].eq(chk["n"] - 1),
+                     counts["m_one"].eq(chk["mt"] == 1), counts["n_one"].eq(chk["n"] == 1)]
+        m.d.comb += [desc.k.eq(k), desc.n_tiles.eq(n), desc.base.eq(base), desc.end.eq(end),
+                     *(getattr(desc, f).eq(v) for f, v in counts.items())]
         m.d.comb += [getattr(desc, f).eq(v) for f, v in out.items()]
         lane, row = field("TABLE_INDEX", "LANE"), field("TABLE_INDEX", "ROW")
         m.d.comb += sched.check_row.eq(row)
@@ -161,9 +182,9 @@ class AxiAccelerator(wiring.Component):
         # Performance counters.
         counter_names = ("CYCLES", "BUSY_CYCLES", "STEPS", "ACT_STARVED", "WTS_STARVED", "RES_STALLED", "GEMMS_DONE")
         counters = {name: Signal(32, name=f"count_{name.lower()}") for name in counter_names}
-        clear = Signal()  # a register: CONTROL.CLEAR_COUNTERS written in the cycle before
-        with m.If(clear):
-            m.d.sync += clear.eq(0)
+        # CONTROL.CLEAR_COUNTERS written in the cycle before: a register per counter (dup_clear_*,
+        # each beside its counter rather than one driving all seven)
+        clears = {name: Signal(name=f"dup_clear_{name.lower()}") for name in counter_names}
         busy_d, act_idle_d, wts_idle_d, stalled_d, done_d = Signal(), Signal(), Signal(), Signal(), Signal()
         m.d.sync += [busy_d.eq(sched.busy), act_idle_d.eq(~self.s_axis_act_tvalid),
                      wts_idle_d.eq(~self.s_axis_wts_tvalid),
@@ -175,36 +196,27 @@ class AxiAccelerator(wiring.Component):
         incs = {"CYCLES": 1, "BUSY_CYCLES": busy_d, "STEPS": step_d, "ACT_STARVED": within & act_idle_d,
                 "WTS_STARVED": within & wts_idle_d, "RES_STALLED": stalled_d, "GEMMS_DONE": done_d}
         for name, counter in counters.items():
-            with m.If(clear):
+            with m.If(clears[name]):
                 m.d.sync += counter.eq(0)
             with m.Else():
                 m.d.sync += counter.eq(counter + incs[name])
 
         # Writes.
-        w_addr = axil.w_addr
         commit = Signal()
-        with m.If(axil.w_stb), m.Switch(w_addr):
-            for name, sig in staged.items():
-                with m.Case(reg(name).offset):
-                    m.d.sync += sig.eq(axil.w_data)
-            with m.Case(reg("ERROR").offset):
-                m.d.comb += w1c.eq(axil.w_data[:len(error)])
-            with m.Case(reg("IRQ").offset), m.If(axil.w_data[0]):
-                m.d.sync += irq_done.eq(0)
-            with m.Case(reg("IRQ_ENABLE").offset):
-                m.d.sync += irq_enable.eq(axil.w_data[:2])
-            with m.Case(reg("CONTROL").offset):
-                m.d.sync += clear.eq(axil.w_data[0])
-            with m.Case(reg("DESC_PUSH").offset):
-                bad = {**checks, "QUEUE_FULL": sched.full}
-                m.d.comb += [err(name).eq(cond) for name, cond in bad.items()]
-                m.d.sync += push.eq(~Cat(*bad.values()).any())
-            with m.Case(reg("TABLE_SHIFT").offset):
-                m.d.comb += commit.eq(1)
-            with m.Default():
-                m.d.comb += [axil.w_err.eq(1), err("BAD_ACCESS").eq(1)]
-        with m.If(axil.w_partial):
-            m.d.comb += err("BAD_ACCESS").eq(1)
+        for name, sig in staged.items():
+            with m.If(we[name]):
+                m.d.sync += sig.eq(axil.w_data)
+        m.d.comb += w1c.eq(Mux(we["ERROR"], axil.w_data[:len(error)], 0))
+        with m.If(we["IRQ"] & axil.w_data[0]):
+            m.d.sync += irq_done.eq(0)
+        with m.If(we["IRQ_ENABLE"]):
+            m.d.sync += irq_enable.eq(axil.w_data[:2])
+        m.d.sync += [c.eq(we["CONTROL"] & axil.w_data[0]) for c in clears.values()]
+        with m.If(we["DESC_PUSH"]):
+            bad = {**checks, "QUEUE_FULL": sched.full}
+            m.d.comb += [err(name).eq(cond) for name, cond in bad.items()]
+            m.d.comb += push.eq(~Cat(*bad.values()).any())
+        m.d.comb += commit.eq(we["TABLE_SHIFT"])
         # A table entry committed: refused out of range or into a queued or running GEMM's rows.
         # (a register made from TABLE_INDEX: current at the next commit, three cycles on at least)
         out_of_range = Signal()
@@ -267,9 +279,9 @@ class AxiAccelerator(wiring.Component):
                     pass  # write-only: reads 0
                 with m.Default():
                     m.d.sync += r_err.eq(1)
-        group_regs = [Signal(32, name=f"r_group{k}") for k in range(len(groups))]
+        group_regs = [Signal(32, name=f"r_group{k}", reset_less=True) for k in range(len(groups))]
         group_sel = Signal(len(groups))
-        err_d, r_data, r_err_out = Signal(), Signal(32), Signal()
+        err_d, r_data, r_err_out = Signal(), Signal(32, reset_less=True), Signal()
         for k, g in enumerate(groups):
             m.d.sync += [group_regs[k].eq(_and_or([(onehots[k][i], values[n]) for i, n in enumerate(g)])),
                          group_sel[k].eq(onehots[k].any())]

@@ -34,11 +34,16 @@ from amaranth.lib.wiring import In, Out
 __all__ = ["GemmScheduler", "descriptor_layout"]
 
 
-def descriptor_layout():
-    """One GEMM's settings, as the DESC_* registers hold them, and ``end`` = base + n_tiles (the table
-    rows it reads are [base, end))."""
+def descriptor_layout(max_col_tiles=64):
+    """One GEMM's settings as the scheduler queues them, checked (so as narrow as the table):
+    K, the column tiles, ``end`` = base + n_tiles (the table rows it reads are [base, end)), the
+    tile counts - 1 and whether each is 0 (the counts the scheduler and the framer load), and the
+    output stage."""
+    row = range(max(max_col_tiles, 2))
+    tiles = range(max_col_tiles + 1)
     return data.StructLayout({
-        "k": 24, "n_tiles": 16, "m_tiles": 24, "base": 16, "end": 17,
+        "k": 24, "n_tiles": tiles, "base": row, "end": tiles,
+        "m_m1": 24, "n_m1": row, "m_one": 1, "n_one": 1,
         "output_offset": signed(8), "act_min": signed(8), "act_max": signed(8), "bypass": 1,
     })
 
@@ -49,11 +54,12 @@ _OUTPUT_FIELDS = ("output_offset", "act_min", "act_max", "bypass")
 class GemmScheduler(wiring.Component):
     """Descriptor queue and GEMM launch (see the module docstring).
 
-    ``push`` queues ``desc`` (the caller checks it and ``full`` first). Core side: the per-GEMM
+    ``push`` queues ``desc`` in the next cycle (the caller checks it and ``full`` first; ``desc``
+    must hold through that cycle). Core side: the per-GEMM
     settings and ``hold`` are outputs (registers), ``admit``/``tile_end`` the core's tile pulses.
     ``final_step`` is high in the cycle of the core's ``tile_end`` for a GEMM's last step.
-    ``done`` (a register, one pulse per GEMM) drops the oldest GEMM in flight; ``head_*`` show
-    the next one from the cycle after.
+    ``done`` (a register, one pulse per GEMM) drops the oldest GEMM in flight; ``head_*``
+    (registers) show the next one from the second cycle after.
     """
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
@@ -69,7 +75,7 @@ class GemmScheduler(wiring.Component):
     def __init__(self, *, max_col_tiles, min_tile_steps=2, k_width=24, queue_depth=4, flight_depth=4):
         self.max_col_tiles, self.queue_depth, self.flight_depth = max_col_tiles, queue_depth, flight_depth
         self.min_tile_steps = min_tile_steps
-        Desc = descriptor_layout()
+        Desc = descriptor_layout(max_col_tiles)
         super().__init__({
             "push": In(1), "desc": In(Desc), "full": Out(1),
             "queued": Out(range(queue_depth + 1)), "in_flight": Out(range(flight_depth + 1)),
@@ -79,44 +85,56 @@ class GemmScheduler(wiring.Component):
             "output_offset": Out(signed(8)), "act_min": Out(signed(8)), "act_max": Out(signed(8)), "bypass": Out(1),
             "hold": Out(1, init=1),
             "admit": In(1), "tile_end": In(1), "final_step": Out(1),
-            "head_valid": Out(1), "head_m_m1": Out(24), "head_n_m1": Out(16), "head_m_one": Out(1),
+            "head_valid": Out(1), "head_m_m1": Out(24), "head_n_m1": Out(range(max(max_col_tiles, 2))),
+            "head_m_one": Out(1),
             "head_n_one": Out(1), "done": In(1),
-            "check_row": In(16), "row_busy": Out(1),
+            "check_row": In(range(max(max_col_tiles, 2))), "row_busy": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        Desc = descriptor_layout()
+        Desc = descriptor_layout(self.max_col_tiles)
         Q, F = self.queue_depth, self.flight_depth
         launch = Signal()  # a register: the head becomes the running GEMM (see below)
 
         # The queue: a ring of Q entries, each written only by a push at `tail`; a launch moves
         # `head` (so no entry's enable depends on a launch).
-        queue = Array(Signal(Desc, name=f"queue{i}") for i in range(Q))
-        q_head, q_tail, count, q_valid = _ring(m, Q, self.push, launch, "q")
+        # A push request is registered, with a write enable register per entry (dup_: each near
+        # its entry, none decoded in front of an entry's 100-odd enables).
+        queue = Array(Signal(Desc, name=f"queue{i}", reset_less=True) for i in range(Q))
+        push = Signal()
+        q_we = [Signal(name=f"dup_q_we{i}") for i in range(Q)]
+        q_head, q_tail, count, q_valid = _ring(m, Q, push, launch, "q")
+        m.d.sync += [push.eq(self.push), *(we.eq(self.push & (q_tail == i)) for i, we in enumerate(q_we))]
         m.d.comb += [self.full.eq(count == Q), self.queued.eq(count)]
-        with m.If(self.push):
-            m.d.sync += queue[q_tail].eq(self.desc)
+        for i, we in enumerate(q_we):
+            with m.If(we):
+                m.d.sync += queue[i].eq(self.desc)
         # The head entry and whether it holds a descriptor, in registers (a cycle behind the
         # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
         # path that ends elsewhere than here). (`head_valid` as an AND-OR, not an Array: Amaranth
         # makes an Array an `always @*` that Icarus does not run until an input changes, and an X
         # here would reach `count`.)
-        head, head_valid = Signal(Desc), Signal()
+        head, head_valid = Signal(Desc, reset_less=True), Signal()
         m.d.sync += [head.eq(queue[q_head]), head_valid.eq(Cat(q_valid[i] & (q_head == i) for i in range(Q)).any())]
 
         # GEMMs in flight, a ring likewise: a launch writes `f_tail`, `done` (the framer's register)
         # moves `f_head`.
         # (the framer's counts, made when the GEMM is launched: tiles - 1 and whether that is 0)
-        Flight = data.StructLayout({"m_m1": 24, "n_m1": 16, "m_one": 1, "n_one": 1, "base": 16, "end": 17})
-        flight = Array(Signal(Flight, name=f"flight{i}") for i in range(F))
+        Flight = data.StructLayout({f: Desc[f].shape for f in ("m_m1", "n_m1", "m_one", "n_one", "base", "end")})
+        flight = Array(Signal(Flight, name=f"flight{i}", reset_less=True) for i in range(F))
         f_head, f_tail, f_count, f_valid = _ring(m, F, launch, self.done, "f")
-        with m.If(launch):
-            m.d.sync += [flight[f_tail].m_m1.eq(head.m_tiles - 1), flight[f_tail].n_m1.eq(head.n_tiles - 1),
-                         flight[f_tail].m_one.eq(head.m_tiles == 1), flight[f_tail].n_one.eq(head.n_tiles == 1),
-                         flight[f_tail].base.eq(head.base), flight[f_tail].end.eq(head.end)]
+        # (a write enable register per entry, made with `launch`: see `ending` below)
+        f_we = [Signal(name=f"dup_f_we{i}") for i in range(F)]
+        for i, we in enumerate(f_we):
+            with m.If(we):
+                m.d.sync += [getattr(flight[i], f).eq(getattr(head, f)) for f in Flight.members]
+        # The oldest GEMM in flight for the framer, in registers (the framer sits by the result
+        # FIFOs, away from here): a cycle behind f_head and f_count, so still the GEMM just done
+        # in the cycle after `done` (the framer waits a cycle more).
         oldest = flight[f_head]
-        m.d.comb += [self.in_flight.eq(f_count), self.head_valid.eq(f_count != 0),
+        m.d.comb += self.in_flight.eq(f_count)
+        m.d.sync += [self.head_valid.eq(f_count != 0),
                      self.head_m_m1.eq(oldest.m_m1), self.head_n_m1.eq(oldest.n_m1),
                      self.head_m_one.eq(oldest.m_one), self.head_n_one.eq(oldest.n_one)]
 
@@ -137,7 +155,7 @@ class GemmScheduler(wiring.Component):
         cur = Signal(Desc)
         m.d.comb += [self.k_steps.eq(cur.k), self.n_tiles.eq(cur.n_tiles), self.table_base.eq(cur.base)]
         m.d.comb += [getattr(self, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
-        n_left, m_left = Signal(16), Signal(24)
+        n_left, m_left = Signal.like(cur.n_m1), Signal(24)
         n_zero, m_zero, n_is_1 = Signal(), Signal(), Signal()
         final_tile = Signal()
         m.d.comb += final_tile.eq(n_zero & m_zero)
@@ -156,7 +174,8 @@ class GemmScheduler(wiring.Component):
         # in the next cycle (state LAUNCH), which loads the head into the core's settings; they
         # reach the core the cycle after, as the sequencer's contract allows.
         ending = Signal()
-        m.d.sync += launch.eq(ending & may_launch)
+        m.d.sync += [launch.eq(ending & may_launch),
+                     *(we.eq(ending & may_launch & (f_tail == i)) for i, we in enumerate(f_we))]
         with m.If(launch):
             m.d.sync += [cur.eq(head), settle.eq(self.SETTLE), first_settle.eq(1)]
             # The array needs a tile's last step at least min_tile_steps (p) cycles after the
@@ -179,8 +198,8 @@ class GemmScheduler(wiring.Component):
                 m.d.sync += first_settle.eq(0)
                 m.d.sync += settle.eq(settle - 1)
                 with m.If(first_settle):  # the tile counts, from `cur`
-                    m.d.sync += [n_left.eq(cur.n_tiles - 1), m_left.eq(cur.m_tiles - 1),
-                                 n_zero.eq(cur.n_tiles == 1), m_zero.eq(cur.m_tiles == 1), n_is_1.eq(cur.n_tiles == 1)]
+                    m.d.sync += [n_left.eq(cur.n_m1), m_left.eq(cur.m_m1),
+                                 n_zero.eq(cur.n_one), m_zero.eq(cur.m_one), n_is_1.eq(cur.n_one)]
                 with m.If(settle == 1):
                     m.d.sync += self.hold.eq(0)
                     m.next = "RUN"
@@ -197,7 +216,7 @@ class GemmScheduler(wiring.Component):
                         with m.Elif(self.tile_end):
                             m.next = "IDLE"
                     with m.Elif(n_zero):
-                        m.d.sync += [n_left.eq(cur.n_tiles - 1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
+                        m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
                                      m_zero.eq(m_left == 1)]
                     with m.Else():
                         m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]

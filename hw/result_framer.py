@@ -1,12 +1,11 @@
 """The result framer of the AXI top: TLAST on the last result row of each GEMM, and ``done``.
 
 The core's ``res`` rows come in GEMM order: per GEMM, ``m_tiles * n_tiles`` tiles of ``rows``
-rows. The framer counts them down against the oldest in-flight GEMM's tiles (``head_*``: tiles - 1 and whether
-that is zero, from
-:class:`hw.gemm_scheduler.GemmScheduler`), passes the stream on as ``tvalid``/``tready`` with
-``tlast`` on that GEMM's last row, and pulses ``done`` (a register) in the cycle after that row
-is transferred (the scheduler then drops the GEMM, and the next one's counts load the cycle
-after: two cycles without a transfer between GEMMs).
+rows. The framer counts them down against the oldest in-flight GEMM's tiles (``head_*``: tiles - 1
+and whether that is zero, registers of :class:`hw.gemm_scheduler.GemmScheduler`), passes the
+stream on as ``tvalid``/``tready`` with ``tlast`` on that GEMM's last row, and pulses ``done``
+(a register) in the cycle after that row is transferred (the scheduler then drops the GEMM, and
+the next one's counts load two cycles after: three cycles without a transfer between GEMMs).
 ``tlast`` is a function of registers, stable while ``tvalid`` waits for ``tready``.
 """
 
@@ -20,10 +19,10 @@ __all__ = ["ResultFramer"]
 class ResultFramer(wiring.Component):
     """TLAST and GEMM completion on the result stream (see the module docstring)."""
 
-    def __init__(self, rows):
+    def __init__(self, rows, n_width=16):
         self.rows = rows
         super().__init__({
-            "head_valid": In(1), "head_m_m1": In(24), "head_n_m1": In(16), "head_m_one": In(1),
+            "head_valid": In(1), "head_m_m1": In(24), "head_n_m1": In(n_width), "head_m_one": In(1),
             "head_n_one": In(1), "done": Out(1),
             "res_valid": In(1), "res_ready": Out(1),
             "tvalid": Out(1), "tready": In(1), "tlast": Out(1),
@@ -35,7 +34,7 @@ class ResultFramer(wiring.Component):
         # rows left in the tile after this one, column tiles left in the row tile, row tiles left,
         # each with a register flagging zero (TLAST is an AND of three flip-flops)
         row_left = Signal(range(self.rows))
-        n_left, m_left, n_m1 = Signal(16), Signal(24), Signal(16)
+        n_left, m_left, n_m1 = Signal.like(self.head_n_m1), Signal(24), Signal.like(self.head_n_m1)
         row_zero, n_zero, m_zero, n_one = Signal(), Signal(), Signal(), Signal()
         last_row = Signal()
         m.d.comb += last_row.eq(row_zero & n_zero & m_zero)
@@ -46,8 +45,10 @@ class ResultFramer(wiring.Component):
         done = Signal()
         m.d.sync += done.eq(take & last_row)
         m.d.comb += self.done.eq(done)
-        # (the scheduler drops the GEMM on `done`, so the next one is at head_* the cycle after it)
-        with m.If(~loaded & ~done & self.head_valid):
+        # (the scheduler drops the GEMM on `done`, so the next one is at head_* two cycles after it)
+        done_d = Signal()
+        m.d.sync += done_d.eq(done)
+        with m.If(~loaded & ~done & ~done_d & self.head_valid):
             m.d.sync += [loaded.eq(1), row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1),
                          n_left.eq(self.head_n_m1), n_zero.eq(self.head_n_one),
                          m_left.eq(self.head_m_m1), m_zero.eq(self.head_m_one),

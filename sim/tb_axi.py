@@ -70,7 +70,7 @@ class TB:
     async def _monitor(self):
         """Counts at the ports what the performance counters count, independently: steps, cycles
         strictly between a GEMM's first and last step without TVALID, result stalls, and busy
-        cycles (STATUS.BUSY: from the third cycle after an accepted DESC_PUSH write to the cycle
+        cycles (STATUS.BUSY: from the fourth cycle after an accepted DESC_PUSH write to the cycle
         after its GEMM's last result row is transferred); records each GEMM's first and last step and
         its last result's cycle. Each sample at a rising edge is of the cycle that edge ends."""
         dut, w = self.dut, self.watch
@@ -101,7 +101,7 @@ class TB:
                 w["results"].append(c)
             if (dut.s_axil_awvalid.value and dut.s_axil_awready.value and dut.s_axil_awaddr.value == push
                     and dut.s_axil_wstrb.value == 0b1111):
-                w["pushes"][c + 3] = w["pushes"].get(c + 3, 0) + 1
+                w["pushes"][c + 4] = w["pushes"].get(c + 4, 0) + 1
 
     def check(self, problem, got, label):
         return self.scoreboard.compare(problem, got, label)
