@@ -79,7 +79,7 @@ class AxiAccelerator(wiring.Component):
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.head_n_m1))
-        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=3, write_latency=2)
+        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=4, write_latency=2)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
             m.d.comb += inner.eq(port) if member.flow == In else port.eq(inner)
@@ -258,27 +258,26 @@ class AxiAccelerator(wiring.Component):
             "ERROR": error, "IRQ": Cat(irq_done, error != 0), "IRQ_ENABLE": irq_enable,
             **staged, **counters,
         }
-        # In three register stages (the value three cycles after r_stb): the address decoded into
-        # one-hot selects, one register per group of eight values (dup_: each near its group, not
-        # one index fanned out across the die), then each group's value (an AND-OR), then the
-        # group's (a read of a write-only register gives 0). (As one 31-way multiplexer, 8.6 ns of
-        # routing, and with one shared index register 7.5 ns: the AXI top's worst paths.)
+        # In four register stages (the value four cycles after r_stb): the address copied into a
+        # register per group of four values and one for the error (dup_: each near its decoder,
+        # not one index fanned out across the die), decoded into one-hot selects, then each
+        # group's value (an AND-OR), then the group's (a read of a write-only register gives 0).
+        # (As one 31-way multiplexer, 8.6 ns of routing; with one shared index register 7.5 ns;
+        # decoded from the AXI-Lite slave's address register 7.3 ns.)
         readable = [r for r in REGISTERS if r.name in fixed or r.name in live]
         values = [Const(fixed[r.name], 32) if r.name in fixed else Value.cast(live[r.name]) for r in readable]
-        groups = [list(range(k, min(k + 8, len(values)))) for k in range(0, len(values), 8)]
+        groups = [list(range(k, min(k + 4, len(values)))) for k in range(0, len(values), 4)]
+        addrs = [Signal(ADDR_WIDTH, name=f"dup_r_addr{k}", reset_less=True) for k in range(len(groups) + 1)]
+        decode = Signal()
+        with m.If(axil.r_stb):
+            m.d.sync += [a.eq(axil.r_addr) for a in addrs]
+        m.d.sync += decode.eq(axil.r_stb)
         onehots = [Signal(len(g), name=f"dup_r_sel{k}") for k, g in enumerate(groups)]
         r_err = Signal()
-        with m.If(axil.r_stb):
-            m.d.sync += [r_err.eq(0), *(oh.eq(0) for oh in onehots)]
-            with m.Switch(axil.r_addr):
-                for k, g in enumerate(groups):
-                    for i, n in enumerate(g):
-                        with m.Case(readable[n].offset):
-                            m.d.sync += onehots[k][i].eq(1)
-                with m.Case(*(r.offset for r in REGISTERS if r not in readable)):
-                    pass  # write-only: reads 0
-                with m.Default():
-                    m.d.sync += r_err.eq(1)
+        with m.If(decode):
+            m.d.sync += [oh.eq(Cat(addrs[k] == readable[n].offset for n in g)) for k, (oh, g) in
+                         enumerate(zip(onehots, groups, strict=True))]
+            m.d.sync += r_err.eq(~Cat(addrs[-1] == r.offset for r in REGISTERS).any())
         group_regs = [Signal(32, name=f"r_group{k}", reset_less=True) for k in range(len(groups))]
         group_sel = Signal(len(groups))
         err_d, r_data, r_err_out = Signal(), Signal(32, reset_less=True), Signal()

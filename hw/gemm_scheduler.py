@@ -27,7 +27,10 @@ changed. Between two GEMMs of one output stage queued in time, the first step co
 launch or a ``done`` moves a pointer, so no wide enable depends on the core's pulses.
 """
 
-from amaranth import Array, Cat, Module, Mux, Signal, signed
+import operator
+from functools import reduce
+
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -101,7 +104,7 @@ class GemmScheduler(wiring.Component):
         # `head` (so no entry's enable depends on a launch).
         # A push request is registered, with a write enable register per entry (dup_: each near
         # its entry, none decoded in front of an entry's 100-odd enables).
-        queue = Array(Signal(Desc, name=f"queue{i}", reset_less=True) for i in range(Q))
+        queue = [Signal(Desc, name=f"queue{i}", reset_less=True) for i in range(Q)]
         push = Signal()
         q_we = [Signal(name=f"dup_q_we{i}") for i in range(Q)]
         q_head, q_tail, count, q_valid = _ring(m, Q, push, launch, "q")
@@ -115,15 +118,18 @@ class GemmScheduler(wiring.Component):
         # path that ends elsewhere than here). (`head_valid` as an AND-OR, not an Array: Amaranth
         # makes an Array an `always @*` that Icarus does not run until an input changes, and an X
         # here would reach `count`.)
+        # The entry is chosen by one-hot copies of `q_head` (dup_q_head*), each for 16 bits of it (the
+        # binary pointer fanned out to every bit's multiplexer, 7.2 ns of routing on 8x8).
         head, head_valid = Signal(Desc, reset_less=True), Signal()
-        m.d.sync += [head.eq(queue[q_head]), head_valid.eq(Cat(q_valid[i] & (q_head == i) for i in range(Q)).any())]
+        m.d.sync += [head.eq(_select(m, launch, list(queue), "dup_q_head")),
+                     head_valid.eq(Cat(q_valid[i] & (q_head == i) for i in range(Q)).any())]
 
         # GEMMs in flight, a ring likewise: a launch writes `f_tail`, `done` (the framer's register)
         # moves `f_head`.
         # (the framer's counts, made when the GEMM is launched: tiles - 1 and whether that is 0)
         Flight = data.StructLayout({f: Desc[f].shape for f in ("m_m1", "n_m1", "m_one", "n_one", "base", "end")})
-        flight = Array(Signal(Flight, name=f"flight{i}", reset_less=True) for i in range(F))
-        f_head, f_tail, f_count, f_valid = _ring(m, F, launch, self.done, "f")
+        flight = [Signal(Flight, name=f"flight{i}", reset_less=True) for i in range(F)]
+        _, f_tail, f_count, f_valid = _ring(m, F, launch, self.done, "f")
         # (a write enable register per entry, made with `launch`: see `ending` below)
         f_we = [Signal(name=f"dup_f_we{i}") for i in range(F)]
         for i, we in enumerate(f_we):
@@ -132,20 +138,23 @@ class GemmScheduler(wiring.Component):
         # The oldest GEMM in flight for the framer, in registers (the framer sits by the result
         # FIFOs, away from here): a cycle behind f_head and f_count, so still the GEMM just done
         # in the cycle after `done` (the framer waits a cycle more).
-        oldest = flight[f_head]
-        m.d.comb += self.in_flight.eq(f_count)
+        oldest = Signal(Flight, reset_less=True)
+        m.d.comb += [oldest.eq(_select(m, self.done, list(flight), "dup_f_head")), self.in_flight.eq(f_count)]
         m.d.sync += [self.head_valid.eq(f_count != 0),
                      self.head_m_m1.eq(oldest.m_m1), self.head_n_m1.eq(oldest.n_m1),
                      self.head_m_one.eq(oldest.m_one), self.head_n_one.eq(oldest.n_one)]
 
         # Table rows in use: any queued or in-flight GEMM's [base, end), a flag register per entry
-        # (so `row_busy` is a cycle late: its user, the register block, commits table entries at
-        # least three cycles after any push or change of `check_row`, AXI4-Lite writes being
-        # serial, and entries leaving only make it stricter).
+        # compared with a copy of `check_row` (dup_: near the compares, the register block's copy
+        # being near the core's table ports), so `row_busy` is two cycles late: its user, the
+        # register block, commits table entries at least four cycles after any push or change of
+        # `check_row`, AXI4-Lite writes being serial, and entries leaving only make it stricter.
+        check_row = Signal.like(self.check_row, name="dup_check_row", reset_less=True)
+        m.d.sync += check_row.eq(self.check_row)
         entries = [(q_valid[i], queue[i].base, queue[i].end) for i in range(Q)]
         entries += [(f_valid[i], flight[i].base, flight[i].end) for i in range(F)]
         flags = Signal(len(entries))
-        m.d.sync += flags.eq(Cat(valid & (self.check_row >= base) & (self.check_row < end)
+        m.d.sync += flags.eq(Cat(valid & (check_row >= base) & (check_row < end)
                                  for valid, base, end in entries))
         m.d.comb += self.row_busy.eq(flags.any())
 
@@ -174,10 +183,17 @@ class GemmScheduler(wiring.Component):
         # in the next cycle (state LAUNCH), which loads the head into the core's settings; they
         # reach the core the cycle after, as the sequencer's contract allows.
         ending = Signal()
+        # (`cur` loads with copies of `launch`, dup_launch*, each for 32 bits of it)
+        cur_bits, head_bits = cur.as_value(), head.as_value()
+        for n, lo in enumerate(range(0, len(cur_bits), 32)):
+            copy = Signal(name=f"dup_launch{n}")
+            m.d.sync += copy.eq(ending & may_launch)
+            with m.If(copy):
+                m.d.sync += cur_bits[lo:lo + 32].eq(head_bits[lo:lo + 32])
         m.d.sync += [launch.eq(ending & may_launch),
                      *(we.eq(ending & may_launch & (f_tail == i)) for i, we in enumerate(f_we))]
         with m.If(launch):
-            m.d.sync += [cur.eq(head), settle.eq(self.SETTLE), first_settle.eq(1)]
+            m.d.sync += [settle.eq(self.SETTLE), first_settle.eq(1)]
             # The array needs a tile's last step at least min_tile_steps (p) cycles after the
             # previous tile's. The core pads after a short tile for the next tile of the same K; a
             # GEMM with a smaller K (K < p - 5) must start later: its first step comes
@@ -243,3 +259,18 @@ def _ring(m, depth, push, pop, name):
     m.d.sync += [count.eq(count + push - pop),
                  valid.eq((valid | Mux(push, 1 << tail, 0)) & ~Mux(pop, 1 << head, 0))]
     return head, tail, count, valid
+
+
+def _select(m, pop, entries, name, chunk=16):
+    """The head entry of a ring of ``entries`` (its head pointer starting at 0 and moving on with
+    ``pop``), as an AND-OR of each ``chunk`` bits with its own one-hot copy of the pointer."""
+    values = [e.as_value() for e in entries]
+    width = len(values[0])
+    parts = []
+    for n, lo in enumerate(range(0, width, chunk)):
+        onehot = Signal(len(entries), init=1, name=f"{name}{n}")
+        with m.If(pop):
+            m.d.sync += onehot.eq(onehot.rotate_left(1))
+        hi = min(lo + chunk, width)
+        parts.append(reduce(operator.or_, (Mux(onehot[i], v[lo:hi], 0) for i, v in enumerate(values))))
+    return Cat(*parts)
