@@ -5,11 +5,11 @@ rows. The framer counts them down against the oldest in-flight GEMM's tiles (``h
 and whether that is zero, registers of :class:`hw.gemm_scheduler.GemmScheduler`), passes the
 stream on as ``tvalid``/``tready`` with ``tlast`` on that GEMM's last row, and pulses ``done``
 (a register) in the cycle after that row is transferred (the scheduler then drops the GEMM, and
-the next one's counts load two cycles after: three cycles without a transfer between GEMMs).
+the next one's counts load three cycles after: four cycles without a transfer between GEMMs).
 ``tlast`` is a function of registers, stable while ``tvalid`` waits for ``tready``.
 """
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -45,14 +45,20 @@ class ResultFramer(wiring.Component):
         done = Signal()
         m.d.sync += done.eq(take & last_row)
         m.d.comb += self.done.eq(done)
-        # (the scheduler drops the GEMM on `done`, so the next one is at head_* two cycles after it)
-        done_d = Signal()
-        m.d.sync += done_d.eq(done)
-        with m.If(~loaded & ~done & ~done_d & self.head_valid):
+        # The scheduler's head_* copied into registers here (the framer sits by the output FIFOs,
+        # whose `res.valid` and `res.ready` it is in the path of; the scheduler is elsewhere). The
+        # scheduler drops the GEMM on `done` and shows the next one at head_* two cycles after,
+        # so the copies are current three cycles after `done`.
+        head = {name: Signal.like(getattr(self, name), name=f"dup_{name}") for name in
+                ("head_valid", "head_m_m1", "head_n_m1", "head_m_one", "head_n_one")}
+        m.d.sync += [sig.eq(getattr(self, name)) for name, sig in head.items()]
+        done_d = Signal(2)
+        m.d.sync += done_d.eq(Cat(done, done_d[0]))
+        with m.If(~loaded & ~done & ~done_d.any() & head["head_valid"]):
             m.d.sync += [loaded.eq(1), row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1),
-                         n_left.eq(self.head_n_m1), n_zero.eq(self.head_n_one),
-                         m_left.eq(self.head_m_m1), m_zero.eq(self.head_m_one),
-                         n_m1.eq(self.head_n_m1), n_one.eq(self.head_n_one)]
+                         n_left.eq(head["head_n_m1"]), n_zero.eq(head["head_n_one"]),
+                         m_left.eq(head["head_m_m1"]), m_zero.eq(head["head_m_one"]),
+                         n_m1.eq(head["head_n_m1"]), n_one.eq(head["head_n_one"])]
         with m.If(take):
             with m.If(last_row):
                 m.d.sync += loaded.eq(0)
