@@ -69,6 +69,12 @@ class AxiAccelerator(wiring.Component):
         })
 
     @property
+    def latency(self):
+        """Cycles from a tile's last step to its last result row at full rate: the core's, then the
+        result framer's register slice."""
+        return self.core.latency + ResultFramer.LATENCY
+
+    @property
     def name(self):
         return self.core.name.replace("int8_systolic_", "int8_systolic_axi_")
 
@@ -78,7 +84,7 @@ class AxiAccelerator(wiring.Component):
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
-        m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.head_n_m1))
+        m.submodules.framer = framer = ResultFramer(self.rows, 32 * self.cols, n_width=len(sched.head_n_m1))
         m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=4, write_latency=2)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
@@ -90,7 +96,7 @@ class AxiAccelerator(wiring.Component):
             self.s_axis_act_tready.eq(core.act.ready),
             core.wts.payload.as_value().eq(self.s_axis_wts_tdata), core.wts.valid.eq(self.s_axis_wts_tvalid),
             self.s_axis_wts_tready.eq(core.wts.ready),
-            self.m_axis_res_tdata.eq(core.res.payload.as_value()),
+            framer.res_data.eq(core.res.payload.as_value()), self.m_axis_res_tdata.eq(framer.tdata),
             framer.res_valid.eq(core.res.valid), core.res.ready.eq(framer.res_ready),
             self.m_axis_res_tvalid.eq(framer.tvalid), framer.tready.eq(self.m_axis_res_tready),
             self.m_axis_res_tlast.eq(framer.tlast),
@@ -181,10 +187,11 @@ class AxiAccelerator(wiring.Component):
 
         # Performance counters.
         counter_names = ("CYCLES", "BUSY_CYCLES", "STEPS", "ACT_STARVED", "WTS_STARVED", "RES_STALLED", "GEMMS_DONE")
-        counters = {name: Signal(32, name=f"count_{name.lower()}") for name in counter_names}
-        # CONTROL.CLEAR_COUNTERS written in the cycle before: a register per counter (dup_clear_*,
-        # each beside its counter rather than one driving all seven)
-        clears = {name: Signal(name=f"dup_clear_{name.lower()}") for name in counter_names}
+        counters = {name: Signal(32, name=f"count_{name.lower()}", reset_less=True) for name in counter_names}
+        # CONTROL.CLEAR_COUNTERS written in the cycle before, or reset: a register per counter
+        # (dup_clear_*, each beside its counter rather than one driving all seven; high in reset,
+        # so it is the counter's only clear)
+        clears = {name: Signal(init=1, name=f"dup_clear_{name.lower()}") for name in counter_names}
         busy_d, act_idle_d, wts_idle_d, stalled_d, done_d = Signal(), Signal(), Signal(), Signal(), Signal()
         m.d.sync += [busy_d.eq(sched.busy), act_idle_d.eq(~self.s_axis_act_tvalid),
                      wts_idle_d.eq(~self.s_axis_wts_tvalid),
@@ -241,12 +248,11 @@ class AxiAccelerator(wiring.Component):
         m.d.comb += self.irq.eq(irq)
 
         # Reads.
-        core_latency = self.core.latency
         fixed = {
             "ID": ID_MAGIC, "VERSION": VERSION[0] << 16 | VERSION[1],
             "CONFIG": self.rows | self.cols << 8 | (self.rounding == "single") << 16 | self.queue_depth << 24,
             "TABLE_DEPTH": self.max_col_tiles,
-            "LATENCY": core_latency | self.core.min_tile_steps << 16,
+            "LATENCY": self.latency | self.core.min_tile_steps << 16,
         }
         status = Signal(32)  # (a register: the scheduler's flags are logic)
         for fname, value in (("BUSY", sched.busy), ("ACTIVE", sched.active), ("QUEUED", sched.queued),

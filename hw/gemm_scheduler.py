@@ -105,14 +105,18 @@ class GemmScheduler(wiring.Component):
         # A push request is registered, with a write enable register per entry (dup_: each near
         # its entry, none decoded in front of an entry's 100-odd enables).
         queue = [Signal(Desc, name=f"queue{i}", reset_less=True) for i in range(Q)]
+        # (one per 32 bits of the entry)
         push = Signal()
-        q_we = [Signal(name=f"dup_q_we{i}") for i in range(Q)]
         q_head, q_tail, count, q_valid = _ring(m, Q, push, launch, "q")
-        m.d.sync += [push.eq(self.push), *(we.eq(self.push & (q_tail == i)) for i, we in enumerate(q_we))]
+        m.d.sync += push.eq(self.push)
         m.d.comb += [self.full.eq(count == Q), self.queued.eq(count)]
-        for i, we in enumerate(q_we):
-            with m.If(we):
-                m.d.sync += queue[i].eq(self.desc)
+        desc_bits = self.desc.as_value()
+        for i in range(Q):
+            for n, lo in enumerate(range(0, len(desc_bits), 32)):
+                we = Signal(name=f"dup_q_we{i}_{n}")
+                m.d.sync += we.eq(self.push & (q_tail == i))
+                with m.If(we):
+                    m.d.sync += queue[i].as_value()[lo:lo + 32].eq(desc_bits[lo:lo + 32])
         # The head entry and whether it holds a descriptor, in registers (a cycle behind the
         # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
         # path that ends elsewhere than here). (`head_valid` as an AND-OR, not an Array: Amaranth
@@ -144,18 +148,22 @@ class GemmScheduler(wiring.Component):
                      self.head_m_m1.eq(oldest.m_m1), self.head_n_m1.eq(oldest.n_m1),
                      self.head_m_one.eq(oldest.m_one), self.head_n_one.eq(oldest.n_one)]
 
-        # Table rows in use: any queued or in-flight GEMM's [base, end), a flag register per entry
-        # compared with a copy of `check_row` (dup_: near the compares, the register block's copy
-        # being near the core's table ports), so `row_busy` is two cycles late: its user, the
-        # register block, commits table entries at least four cycles after any push or change of
-        # `check_row`, AXI4-Lite writes being serial, and entries leaving only make it stricter.
+        # Table rows in use: any queued or in-flight GEMM's [base, end), in three register stages: a
+        # copy of `check_row` (dup_: near the compares, the register block's copy being near the
+        # core's table ports), each entry's two compares, then a flag per entry with its valid
+        # bit. So `row_busy` is three cycles late, and an entry written by a push is seen four
+        # cycles after the push request: its user, the register block, commits table entries at
+        # least four cycles after any push or change of `check_row`, AXI4-Lite writes being
+        # serial, and entries leaving only make it stricter.
         check_row = Signal.like(self.check_row, name="dup_check_row", reset_less=True)
         m.d.sync += check_row.eq(self.check_row)
         entries = [(q_valid[i], queue[i].base, queue[i].end) for i in range(Q)]
         entries += [(f_valid[i], flight[i].base, flight[i].end) for i in range(F)]
+        above, below = Signal(len(entries)), Signal(len(entries))
+        m.d.sync += [above.eq(Cat(check_row >= base for _, base, _ in entries)),
+                     below.eq(Cat(check_row < end for _, _, end in entries))]
         flags = Signal(len(entries))
-        m.d.sync += flags.eq(Cat(valid & (check_row >= base) & (check_row < end)
-                                 for valid, base, end in entries))
+        m.d.sync += flags.eq(Cat(valid for valid, _, _ in entries) & above & below)
         m.d.comb += self.row_busy.eq(flags.any())
 
         # The running GEMM's settings (the core's inputs) and tile counts: the column tiles after
