@@ -69,12 +69,6 @@ class AxiAccelerator(wiring.Component):
         })
 
     @property
-    def latency(self):
-        """Cycles from a tile's last step to its last result row at full rate: the core's, then the
-        result framer's register slice."""
-        return self.core.latency + ResultFramer.LATENCY
-
-    @property
     def name(self):
         return self.core.name.replace("int8_systolic_", "int8_systolic_axi_")
 
@@ -84,7 +78,7 @@ class AxiAccelerator(wiring.Component):
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
-        m.submodules.framer = framer = ResultFramer(self.rows, 32 * self.cols, n_width=len(sched.head_n_m1))
+        m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.head_n_m1))
         m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=4, write_latency=2)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
@@ -96,7 +90,7 @@ class AxiAccelerator(wiring.Component):
             self.s_axis_act_tready.eq(core.act.ready),
             core.wts.payload.as_value().eq(self.s_axis_wts_tdata), core.wts.valid.eq(self.s_axis_wts_tvalid),
             self.s_axis_wts_tready.eq(core.wts.ready),
-            framer.res_data.eq(core.res.payload.as_value()), self.m_axis_res_tdata.eq(framer.tdata),
+            self.m_axis_res_tdata.eq(core.res.payload.as_value()),
             framer.res_valid.eq(core.res.valid), core.res.ready.eq(framer.res_ready),
             self.m_axis_res_tvalid.eq(framer.tvalid), framer.tready.eq(self.m_axis_res_tready),
             self.m_axis_res_tlast.eq(framer.tlast),
@@ -252,7 +246,7 @@ class AxiAccelerator(wiring.Component):
             "ID": ID_MAGIC, "VERSION": VERSION[0] << 16 | VERSION[1],
             "CONFIG": self.rows | self.cols << 8 | (self.rounding == "single") << 16 | self.queue_depth << 24,
             "TABLE_DEPTH": self.max_col_tiles,
-            "LATENCY": self.latency | self.core.min_tile_steps << 16,
+            "LATENCY": self.core.latency | self.core.min_tile_steps << 16,
         }
         status = Signal(32)  # (a register: the scheduler's flags are logic)
         for fname, value in (("BUSY", sched.busy), ("ACTIVE", sched.active), ("QUEUED", sched.queued),

@@ -78,8 +78,8 @@ REGISTERS = (
         _f("QUEUE_DEPTH", 24, 8, "descriptors the queue holds"))),
     Register("TABLE_DEPTH", 0x00C, "ro", "Per-channel table rows (N <= TABLE_DEPTH * COLS over all "
              "GEMMs whose tables are loaded at once).", (_f("DEPTH", 0, 16, "table rows"),)),
-    Register("LATENCY", 0x010, "ro", "Timing.", (
-        _f("LATENCY", 0, 16, "cycles from a tile's last step to its last result row on m_axis_res at full rate"),
+    Register("LATENCY", 0x010, "ro", "Timing of the core.", (
+        _f("LATENCY", 0, 16, "cycles from a tile's last step to its last result row at full rate"),
         _f("MIN_TILE_STEPS", 16, 8, "shorter tiles are padded with idle cycles up to this"))),
     Register("STATUS", 0x014, "ro", "What the block is doing.", (
         _f("BUSY", 0, 1, "a GEMM is queued, running or has results not yet transferred"),

@@ -6,8 +6,7 @@ and whether that is zero, registers of :class:`hw.gemm_scheduler.GemmScheduler`)
 stream on as ``tvalid``/``tready`` with ``tlast`` on that GEMM's last row, and pulses ``done``
 (a register) in the cycle after that row is transferred (the scheduler then drops the GEMM, and
 the next one's counts load three cycles after: four cycles without a transfer between GEMMs).
-``tlast`` is a function of registers, stable while ``tvalid`` waits for ``tready``. The rows pass
-a register slice: :attr:`LATENCY` cycle, and ``res_ready`` and ``tvalid`` are registers.
+``tlast`` is a function of registers, stable while ``tvalid`` waits for ``tready``.
 """
 
 from amaranth import Cat, Module, Signal
@@ -20,16 +19,13 @@ __all__ = ["ResultFramer"]
 class ResultFramer(wiring.Component):
     """TLAST and GEMM completion on the result stream (see the module docstring)."""
 
-    # Cycles a result row spends here (the register slice) when the stream is not stalled.
-    LATENCY = 1
-
-    def __init__(self, rows, width, n_width=16):
+    def __init__(self, rows, n_width=16):
         self.rows = rows
         super().__init__({
             "head_valid": In(1), "head_m_m1": In(24), "head_n_m1": In(n_width), "head_m_one": In(1),
             "head_n_one": In(1), "done": Out(1),
-            "res_valid": In(1), "res_ready": Out(1), "res_data": In(width),
-            "tvalid": Out(1), "tready": In(1), "tlast": Out(1), "tdata": Out(width),
+            "res_valid": In(1), "res_ready": Out(1),
+            "tvalid": Out(1), "tready": In(1), "tlast": Out(1),
         })
 
     def elaborate(self, platform):
@@ -42,25 +38,10 @@ class ResultFramer(wiring.Component):
         row_zero, n_zero, m_zero, n_one = Signal(), Signal(), Signal(), Signal()
         last_row = Signal()
         m.d.comb += last_row.eq(row_zero & n_zero & m_zero)
-        # The rows pass a register slice (a skid buffer: `res_ready` and `tvalid` are registers), so
-        # the core's FIFO outputs reach only its registers and this block's counters see only
-        # its flags. (Without it, the FIFOs' res.valid -> take -> the counters' enables, and the
-        # counters' `loaded` -> res.ready, crossed between the FIFOs and the counters twice.)
-        out_valid, skid_valid = Signal(), Signal()
-        out_data = Signal.like(self.res_data, reset_less=True)
-        skid_data = Signal.like(self.res_data, reset_less=True)
+        m.d.comb += [self.tvalid.eq(self.res_valid & loaded), self.res_ready.eq(self.tready & loaded),
+                     self.tlast.eq(last_row)]
         take = Signal()
-        m.d.comb += [self.tvalid.eq(out_valid & loaded), self.tdata.eq(out_data), self.tlast.eq(last_row),
-                     take.eq(self.tvalid & self.tready), self.res_ready.eq(~skid_valid)]
-        taken_in = Signal()
-        m.d.comb += taken_in.eq(self.res_valid & ~skid_valid)
-        with m.If(~out_valid | take):
-            with m.If(skid_valid):
-                m.d.sync += [out_data.eq(skid_data), out_valid.eq(1), skid_valid.eq(0)]
-            with m.Else():
-                m.d.sync += [out_data.eq(self.res_data), out_valid.eq(taken_in)]
-        with m.Elif(taken_in):
-            m.d.sync += [skid_data.eq(self.res_data), skid_valid.eq(1)]
+        m.d.comb += take.eq(self.tvalid & self.tready)
         done = Signal()
         m.d.sync += done.eq(take & last_row)
         m.d.comb += self.done.eq(done)

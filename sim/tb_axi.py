@@ -16,7 +16,6 @@ from cocotb.triggers import Event, RisingEdge, with_timeout
 from hw.accelerator import Accelerator
 from hw.gemm_scheduler import GemmScheduler
 from hw.registers import ERROR_BITS, ID_MAGIC, VERSION, reg
-from hw.result_framer import ResultFramer
 
 from .axi_driver import AxiDriver
 from .stimulus import random_problem
@@ -194,8 +193,7 @@ async def registers(dut):
     info = await d.identify()
     model = Accelerator.model(ROWS, COLS, rounding=ROUNDING, max_col_tiles=MAX_COL_TILES)
     want = {"rows": ROWS, "cols": COLS, "rounding": ROUNDING, "queue_depth": QUEUE_DEPTH,
-            "table_depth": MAX_COL_TILES, "latency": model.latency + ResultFramer.LATENCY,
-            "min_tile_steps": model.min_tile_steps}
+            "table_depth": MAX_COL_TILES, "latency": model.latency, "min_tile_steps": model.min_tile_steps}
     assert info == want, f"configuration registers {info}, elaborated {want}"
     assert await d.read("ID") == ID_MAGIC
     assert await d.read("VERSION") == VERSION[0] << 16 | VERSION[1]
@@ -287,8 +285,8 @@ async def counters(dut):
 def check_full_rate(problems, spans, results):
     """At full rate, GEMMs of one output stage queued in time: each GEMM's steps take the core's
     tile timing, the next GEMM's first step comes GemmScheduler.GAP cycles after the last (or
-    after the short last tile's padding), and the last result leaves the core's latency and the
-    result framer's after the last step."""
+    after the short last tile's padding), and the last result leaves the core's latency after
+    the last step."""
     core = Accelerator.model(ROWS, COLS, rounding=ROUNDING, max_col_tiles=MAX_COL_TILES)
     p_min = core.min_tile_steps
     assert len(spans) == len(problems), f"{len(spans)} GEMMs seen at the ports, {len(problems)} sent"
@@ -303,9 +301,8 @@ def check_full_rate(problems, spans, results):
                                                                      min_tile_steps=p_min).gap(p.shape[1]))
             assert first - spans[i - 1][1] == gap, \
                 f"GEMM {i} started {first - spans[i - 1][1]} cycles after GEMM {i - 1}'s last step, model {gap}"
-    latency = core.latency + ResultFramer.LATENCY
-    assert results[-1] - spans[-1][1] == latency, \
-        f"last result {results[-1] - spans[-1][1]} cycles after the last step, the model {latency}"
+    assert results[-1] - spans[-1][1] == core.latency, \
+        f"last result {results[-1] - spans[-1][1]} cycles after the last step, core latency {core.latency}"
 
 
 @cocotb.test()
