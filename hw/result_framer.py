@@ -59,6 +59,16 @@ class ResultFramer(wiring.Component):
                          n_left.eq(head["head_n_m1"]), n_zero.eq(head["head_n_one"]),
                          m_left.eq(head["head_m_m1"]), m_zero.eq(head["head_m_one"]),
                          n_m1.eq(head["head_n_m1"]), n_one.eq(head["head_n_one"])]
+        # The row count follows each transfer; the tile counts follow a cycle later (`tile_next`, a
+        # register), so only a few flip-flops are in the loop through the FIFOs' res.valid and
+        # res.ready. A tile's last row is offered `rows - 1` transfers after its first, so with
+        # two rows or more the tile counts are current by then. (With one row a tile, they follow
+        # each transfer.)
+        tile_next = Signal()
+        if self.rows == 1:
+            m.d.comb += tile_next.eq(take & ~last_row)
+        else:
+            m.d.sync += tile_next.eq(take & row_zero & ~last_row)
         with m.If(take):
             with m.If(last_row):
                 m.d.sync += loaded.eq(0)
@@ -66,9 +76,9 @@ class ResultFramer(wiring.Component):
                 m.d.sync += [row_left.eq(row_left - 1), row_zero.eq(row_left == 1)]
             with m.Else():
                 m.d.sync += [row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1)]
-                with m.If(~n_zero):
-                    m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
-                with m.Else():
-                    m.d.sync += [n_left.eq(n_m1), n_zero.eq(n_one), m_left.eq(m_left - 1),
-                                 m_zero.eq(m_left == 1)]
+        with m.If(tile_next):
+            with m.If(~n_zero):
+                m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
+            with m.Else():
+                m.d.sync += [n_left.eq(n_m1), n_zero.eq(n_one), m_left.eq(m_left - 1), m_zero.eq(m_left == 1)]
         return m
