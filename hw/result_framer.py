@@ -19,6 +19,9 @@ __all__ = ["ResultFramer"]
 class ResultFramer(wiring.Component):
     """TLAST and GEMM completion on the result stream (see the module docstring)."""
 
+    # Cycles without a transfer after a GEMM's last row (the next GEMM's counts loading).
+    IDLE = 4
+
     def __init__(self, rows, n_width=16):
         self.rows = rows
         super().__init__({

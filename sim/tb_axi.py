@@ -16,6 +16,7 @@ from cocotb.triggers import Event, RisingEdge, with_timeout
 from hw.accelerator import Accelerator
 from hw.gemm_scheduler import GemmScheduler
 from hw.registers import ERROR_BITS, ID_MAGIC, VERSION, reg
+from hw.result_framer import ResultFramer
 
 from .axi_driver import AxiDriver
 from .stimulus import random_problem
@@ -285,8 +286,8 @@ async def counters(dut):
 def check_full_rate(problems, spans, results):
     """At full rate, GEMMs of one output stage queued in time: each GEMM's steps take the core's
     tile timing, the next GEMM's first step comes GemmScheduler.GAP cycles after the last (or
-    after the short last tile's padding), and the last result leaves the core's latency after
-    the last step."""
+    after the short last tile's padding), and the last result leaves when the result stream's model
+    says (each tile's rows from the core's latency, the framer's idle cycles between GEMMs)."""
     core = Accelerator.model(ROWS, COLS, rounding=ROUNDING, max_col_tiles=MAX_COL_TILES)
     p_min = core.min_tile_steps
     assert len(spans) == len(problems), f"{len(spans)} GEMMs seen at the ports, {len(problems)} sent"
@@ -301,8 +302,20 @@ def check_full_rate(problems, spans, results):
                                                                      min_tile_steps=p_min).gap(p.shape[1]))
             assert first - spans[i - 1][1] == gap, \
                 f"GEMM {i} started {first - spans[i - 1][1]} cycles after GEMM {i - 1}'s last step, model {gap}"
-    assert results[-1] - spans[-1][1] == core.latency, \
-        f"last result {results[-1] - spans[-1][1]} cycles after the last step, core latency {core.latency}"
+    # The result stream as a queue: a tile's rows leave the core one a cycle, its last row
+    # core.latency after its last step, and the framer idles ResultFramer.IDLE cycles after each
+    # GEMM's last row.
+    leave = None
+    for p, (first, _) in zip(problems, spans, strict=True):
+        k, tiles = p.shape[1], int(np.prod(p.tiles(ROWS, COLS)))
+        for t in range(tiles):
+            last_step = first + t * max(k, p_min) + k - 1
+            for r in range(ROWS):
+                ready = last_step + core.latency - (ROWS - 1 - r)
+                gap = 1 + (ResultFramer.IDLE if t == 0 and r == 0 else 0)
+                leave = ready if leave is None else max(ready, leave + gap)
+    assert results[-1] == leave, \
+        f"last result {results[-1] - spans[-1][1]} cycles after the last step, the model {leave - spans[-1][1]}"
 
 
 @cocotb.test()
