@@ -102,10 +102,9 @@ class GemmScheduler(wiring.Component):
 
         # The queue: a ring of Q entries, each written only by a push at `tail`; a launch moves
         # `head` (so no entry's enable depends on a launch).
-        # A push request is registered, with a write enable register per entry (dup_: each near
-        # its entry, none decoded in front of an entry's 100-odd enables).
+        # A push request is registered, with write enable registers per entry, one per 32 bits
+        # (dup_: each near its bits, none decoded in front of an entry's 100-odd enables).
         queue = [Signal(Desc, name=f"queue{i}", reset_less=True) for i in range(Q)]
-        # (one per 32 bits of the entry)
         push = Signal()
         q_head, q_tail, count, q_valid = _ring(m, Q, push, launch, "q")
         m.d.sync += push.eq(self.push)
@@ -119,11 +118,11 @@ class GemmScheduler(wiring.Component):
                     m.d.sync += queue[i].as_value()[lo:lo + 32].eq(desc_bits[lo:lo + 32])
         # The head entry and whether it holds a descriptor, in registers (a cycle behind the
         # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
-        # path that ends elsewhere than here). (`head_valid` as an AND-OR, not an Array: Amaranth
-        # makes an Array an `always @*` that Icarus does not run until an input changes, and an X
-        # here would reach `count`.)
-        # The entry is chosen by one-hot copies of `q_head` (dup_q_head*), each for 16 bits of it (the
-        # binary pointer fanned out to every bit's multiplexer, 7.2 ns of routing on 8x8).
+        # path that ends elsewhere than here). The entry is chosen by one-hot copies of `q_head`
+        # (dup_q_head*), each for 16 bits of it (the binary pointer fanned out to every bit's
+        # multiplexer was 7.2 ns of routing on 8x8). (`head_valid` as an AND-OR, not an Array:
+        # Amaranth makes an Array an `always @*` that Icarus does not run until an input
+        # changes, and an X here would reach `count`.)
         head, head_valid = Signal(Desc, reset_less=True), Signal()
         m.d.sync += [head.eq(_select(m, launch, list(queue), "dup_q_head")),
                      head_valid.eq(Cat(q_valid[i] & (q_head == i) for i in range(Q)).any())]
