@@ -33,6 +33,7 @@ from amaranth.lib.wiring import In, Out
 from .accelerator import Accelerator
 from .axi_lite import AxiLiteSlave, axi_lite_members
 from .gemm_scheduler import GemmScheduler
+from .pipeline import delayed
 from .registers import ERROR_BITS, ID_MAGIC, REGISTERS, VERSION, reg
 from .result_framer import ResultFramer
 
@@ -79,7 +80,7 @@ class AxiAccelerator(wiring.Component):
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.head_n_m1))
-        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=4, write_latency=2)
+        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=5, write_latency=2)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
             m.d.comb += inner.eq(port) if member.flow == In else port.eq(inner)
@@ -224,8 +225,10 @@ class AxiAccelerator(wiring.Component):
         m.d.sync += out_of_range.eq((row >= self.max_col_tiles) | (lane >= self.cols))
         m.d.comb += [err("TABLE_RANGE").eq(commit & out_of_range),
                      err("TABLE_BUSY").eq(commit & ~out_of_range & sched.row_busy)]
+        # (the entry reaches the core's cfg port through a register: the core's table ports are
+        # across the die from here)
         cfg = core.cfg.payload
-        m.d.comb += [core.cfg.valid.eq(commit & ~out_of_range & ~sched.row_busy),
+        m.d.sync += [core.cfg.valid.eq(commit & ~out_of_range & ~sched.row_busy),
                      cfg.addr.eq(row), cfg.lane.eq(lane),
                      cfg.entry.bias.eq(staged["TABLE_BIAS"]), cfg.entry.multiplier.eq(staged["TABLE_MULTIPLIER"]),
                      cfg.entry.shift.eq(axil.w_data[:6])]
@@ -258,12 +261,14 @@ class AxiAccelerator(wiring.Component):
             "ERROR": error, "IRQ": Cat(irq_done, error != 0), "IRQ_ENABLE": irq_enable,
             **staged, **counters,
         }
-        # In four register stages (the value four cycles after r_stb): the address copied into a
+        # In five register stages (the value five cycles after r_stb): the address copied into a
         # register per group of four values and one for the error (dup_: each near its decoder,
-        # not one index fanned out across the die), decoded into one-hot selects, then each
-        # group's value (an AND-OR), then the group's (a read of a write-only register gives 0).
-        # (As one 31-way multiplexer, 8.6 ns of routing; with one shared index register 7.5 ns;
-        # decoded from the AXI-Lite slave's address register 7.3 ns.)
+        # not one index fanned out across the die); decoded into one-hot selects; each value
+        # ANDed with its select into a register of its own (near the value); each group's OR;
+        # then the OR of the groups (a read of a write-only register gives 0). (As one 31-way
+        # multiplexer, 8.6 ns of routing; with one shared index register 7.5 ns; decoded from the
+        # AXI-Lite slave's address register 7.3 ns; with each group's AND-OR in one register,
+        # from values across the die, 6.4 ns.)
         readable = [r for r in REGISTERS if r.name in fixed or r.name in live]
         values = [Const(fixed[r.name], 32) if r.name in fixed else Value.cast(live[r.name]) for r in readable]
         groups = [list(range(k, min(k + 4, len(values)))) for k in range(0, len(values), 4)]
@@ -278,20 +283,14 @@ class AxiAccelerator(wiring.Component):
             m.d.sync += [oh.eq(Cat(addrs[k] == readable[n].offset for n in g)) for k, (oh, g) in
                          enumerate(zip(onehots, groups, strict=True))]
             m.d.sync += r_err.eq(~Cat(addrs[-1] == r.offset for r in REGISTERS).any())
-        group_regs = [Signal(32, name=f"r_group{k}", reset_less=True) for k in range(len(groups))]
-        group_sel = Signal(len(groups))
-        err_d, r_data, r_err_out = Signal(), Signal(32, reset_less=True), Signal()
+        selected = [Signal(32, name=f"r_value{n}", reset_less=True) for n in range(len(values))]
         for k, g in enumerate(groups):
-            m.d.sync += [group_regs[k].eq(_and_or([(onehots[k][i], values[n]) for i, n in enumerate(g)])),
-                         group_sel[k].eq(onehots[k].any())]
-        m.d.sync += [err_d.eq(r_err), r_data.eq(_and_or([(group_sel[k], group_regs[k]) for k in range(len(groups))])),
-                     r_err_out.eq(err_d)]
+            m.d.sync += [selected[n].eq(Mux(onehots[k][i], values[n], 0)) for i, n in enumerate(g)]
+        group_regs = [Signal(32, name=f"r_group{k}", reset_less=True) for k in range(len(groups))]
+        m.d.sync += [reg_.eq(reduce(operator.or_, (selected[n] for n in g))) for reg_, g in
+                     zip(group_regs, groups, strict=True)]
+        r_data = Signal(32, reset_less=True)
+        m.d.sync += r_data.eq(reduce(operator.or_, group_regs))
+        r_err_out = delayed(m, r_err, 3, "r_err_d")
         m.d.comb += [axil.r_data.eq(r_data), axil.r_err.eq(r_err_out)]
         return m
-
-
-def _and_or(pairs):
-    """The OR of each value whose one-hot select is set, as continuous assignments (an Amaranth
-    Array becomes an `always @*` that Icarus does not run until an input changes)."""
-    return reduce(operator.or_, (Mux(sel, value, 0) for sel, value in pairs))
-
