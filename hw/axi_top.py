@@ -154,10 +154,10 @@ class AxiAccelerator(wiring.Component):
         k, n, mt, base = (field("DESC_K", "K"), field("DESC_N_TILES", "N_TILES"), field("DESC_M_TILES", "M_TILES"),
                           field("DESC_TABLE_BASE", "BASE"))
         out = {f: field("DESC_OUTPUT", f.upper()) for f in ("output_offset", "act_min", "act_max", "bypass")}
-        # The staged descriptor's checks and the counts the scheduler queues, in two register
-        # stages from the staging registers: copies of the fields (dup_chk_*, near the checks),
-        # then the checks. They are current when a DESC_PUSH write arrives: AXI4-Lite writes
-        # reach the registers at least four cycles apart.
+        # The staged descriptor's checks and the counts the scheduler queues, in register stages
+        # from the staging registers: copies of the fields (dup_chk_*, near the checks), then the
+        # checks and counts (the table check a stage later, from `end`). They are current when a
+        # DESC_PUSH write arrives: AXI4-Lite writes reach the registers at least four cycles apart.
         chk = {name: Signal.like(v, name=f"dup_chk_{name}", reset_less=True) for name, v in
                (("k", k), ("n", n), ("mt", mt), ("base", base), ("act_min", out["act_min"]),
                 ("act_max", out["act_max"]))}
@@ -170,7 +170,7 @@ class AxiAccelerator(wiring.Component):
                   "m_one": Signal(reset_less=True), "n_one": Signal(reset_less=True)}
         m.d.sync += [end.eq(chk["base"] + chk["n"]), checks["DESC_K"].eq(chk["k"] == 0),
                      checks["DESC_TILES"].eq((chk["n"] == 0) | (chk["mt"] == 0)),
-                     checks["DESC_TABLE"].eq(chk["base"] + chk["n"] > self.max_col_tiles),
+                     checks["DESC_TABLE"].eq(end > self.max_col_tiles),
                      checks["DESC_BOUNDS"].eq(chk["act_min"].as_signed() > chk["act_max"].as_signed()),
                      counts["m_m1"].eq(chk["mt"] - 1), counts["n_m1"].eq(chk["n"] - 1),
                      counts["m_one"].eq(chk["mt"] == 1), counts["n_one"].eq(chk["n"] == 1)]
