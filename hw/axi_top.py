@@ -158,11 +158,9 @@ class AxiAccelerator(wiring.Component):
         # from the staging registers: copies of the fields (dup_chk_*, near the checks), then the
         # checks and counts (the table check a stage later, from `end`). They are current when a
         # DESC_PUSH write arrives: AXI4-Lite writes reach the registers at least four cycles apart.
-        chk = {name: Signal.like(v, name=f"dup_chk_{name}", reset_less=True) for name, v in
-               (("k", k), ("n", n), ("mt", mt), ("base", base), ("act_min", out["act_min"]),
-                ("act_max", out["act_max"]))}
-        m.d.sync += [chk[name].eq(v) for name, v in (("k", k), ("n", n), ("mt", mt), ("base", base),
-                                                      ("act_min", out["act_min"]), ("act_max", out["act_max"]))]
+        checked = {"k": k, "n": n, "mt": mt, "base": base, "act_min": out["act_min"], "act_max": out["act_max"]}
+        chk = {name: Signal.like(v, name=f"dup_chk_{name}", reset_less=True) for name, v in checked.items()}
+        m.d.sync += [chk[name].eq(v) for name, v in checked.items()]
         checks = {name: Signal(name=f"bad_{name.lower()}") for name in ("DESC_K", "DESC_TILES", "DESC_TABLE",
                                                                            "DESC_BOUNDS")}
         end = Signal(17, reset_less=True)
