@@ -79,7 +79,8 @@ class AxiAccelerator(wiring.Component):
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
-        m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.head_n_m1))
+        m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.counts.n_m1),
+                                                          depth=self.flight_depth)
         m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=5, write_latency=2)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
@@ -95,9 +96,7 @@ class AxiAccelerator(wiring.Component):
             framer.res_valid.eq(core.res.valid), core.res.ready.eq(framer.res_ready),
             self.m_axis_res_tvalid.eq(framer.tvalid), framer.tready.eq(self.m_axis_res_tready),
             self.m_axis_res_tlast.eq(framer.tlast),
-            framer.head_valid.eq(sched.head_valid), framer.head_m_m1.eq(sched.head_m_m1),
-            framer.head_n_m1.eq(sched.head_n_m1), framer.head_m_one.eq(sched.head_m_one),
-            framer.head_n_one.eq(sched.head_n_one),
+            framer.push.eq(sched.launched), framer.counts.eq(sched.counts),
             sched.done.eq(framer.done),
         ]
         # The running GEMM's settings, from the scheduler.

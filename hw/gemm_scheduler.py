@@ -14,10 +14,11 @@ tile's last step it launches the next GEMM:
 - otherwise once every result row of the GEMMs in flight has been transferred, since the output
   stage is read at the end of the pipeline.
 
-A launched GEMM stays *in flight* (an entry of ``flight_depth``: its tiles and table range) until
-its last result row is transferred (``done``); the result framer (:mod:`hw.result_framer`) reads
-the oldest entry's tiles to place TLAST. ``row_busy`` says whether a table row belongs to a queued or
-in-flight GEMM (the register block refuses table writes there).
+A launched GEMM stays *in flight* (an entry of ``flight_depth``: its table range) until its last
+result row is transferred (``done``); its tile counts go to the result framer
+(:mod:`hw.result_framer`) when it is launched (``launched``, ``counts``), to place TLAST.
+``row_busy`` says whether a table row belongs to a queued or in-flight GEMM (the register block
+refuses table writes there).
 
 Launch timing: a GEMM is launched (``launch``, a register) in the cycle after the core reports
 the previous one's last step (its ``tile_end``), or later; the core's inputs change in the next
@@ -33,6 +34,8 @@ from functools import reduce
 from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
+
+from .result_framer import counts_layout
 
 __all__ = ["GemmScheduler", "descriptor_layout"]
 
@@ -61,8 +64,9 @@ class GemmScheduler(wiring.Component):
     must hold through that cycle). Core side: the per-GEMM
     settings and ``hold`` are outputs (registers), ``admit``/``tile_end`` the core's tile pulses.
     ``final_step`` is high in the cycle of the core's ``tile_end`` for a GEMM's last step.
-    ``done`` (a register, one pulse per GEMM) drops the oldest GEMM in flight; ``head_*``
-    (registers) show the next one from the second cycle after.
+    ``launched`` (a register) pulses in the cycle after a launch, with the GEMM's tile counts
+    (``counts``, registers) for the framer; ``done`` (a register, one pulse per GEMM) drops the
+    oldest GEMM in flight.
     """
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
@@ -88,9 +92,7 @@ class GemmScheduler(wiring.Component):
             "output_offset": Out(signed(8)), "act_min": Out(signed(8)), "act_max": Out(signed(8)), "bypass": Out(1),
             "hold": Out(1, init=1),
             "admit": In(1), "tile_end": In(1), "final_step": Out(1),
-            "head_valid": Out(1), "head_m_m1": Out(24), "head_n_m1": Out(range(max(max_col_tiles, 2))),
-            "head_m_one": Out(1),
-            "head_n_one": Out(1), "done": In(1),
+            "launched": Out(1), "counts": Out(counts_layout(Desc["n_m1"].shape)), "done": In(1),
             "check_row": In(range(max(max_col_tiles, 2))), "row_busy": Out(1),
         })
 
@@ -128,9 +130,8 @@ class GemmScheduler(wiring.Component):
                      head_valid.eq(Cat(q_valid[i] & (q_head == i) for i in range(Q)).any())]
 
         # GEMMs in flight, a ring likewise: a launch writes `f_tail`, `done` (the framer's register)
-        # moves `f_head`.
-        # (the framer's counts, made when the GEMM is launched: tiles - 1 and whether that is 0)
-        Flight = data.StructLayout({f: Desc[f].shape for f in ("m_m1", "n_m1", "m_one", "n_one", "base", "end")})
+        # moves `f_head`; an entry holds the GEMM's table rows.
+        Flight = data.StructLayout({f: Desc[f].shape for f in ("base", "end")})
         flight = [Signal(Flight, name=f"flight{i}", reset_less=True) for i in range(F)]
         _, f_tail, f_count, f_valid = _ring(m, F, launch, self.done, "f")
         # (a write enable register per entry, made with `launch`: see `ending` below)
@@ -138,14 +139,12 @@ class GemmScheduler(wiring.Component):
         for i, we in enumerate(f_we):
             with m.If(we):
                 m.d.sync += [getattr(flight[i], f).eq(getattr(head, f)) for f in Flight.members]
-        # The oldest GEMM in flight for the framer, in registers (the framer sits by the result
-        # FIFOs, away from here): a cycle behind f_head and f_count, so still the GEMM just done
-        # in the cycle after `done` (the framer waits a cycle more).
-        oldest = Signal(Flight, reset_less=True)
-        m.d.comb += [oldest.eq(_select(m, self.done, list(flight), "dup_f_head")), self.in_flight.eq(f_count)]
-        m.d.sync += [self.head_valid.eq(f_count != 0),
-                     self.head_m_m1.eq(oldest.m_m1), self.head_n_m1.eq(oldest.n_m1),
-                     self.head_m_one.eq(oldest.m_one), self.head_n_one.eq(oldest.n_one)]
+        m.d.comb += self.in_flight.eq(f_count)
+        # The launched GEMM's tile counts for the framer, in registers (from `head`, which still
+        # holds the GEMM in the cycle of `launch`).
+        m.d.sync += self.launched.eq(launch)
+        with m.If(launch):
+            m.d.sync += [getattr(self.counts, f).eq(getattr(head, f)) for f in ("m_m1", "n_m1", "m_one", "n_one")]
 
         # Table rows in use: any queued or in-flight GEMM's [base, end), in three register stages: a
         # copy of `check_row` (dup_: near the compares, the register block's copy being near the

@@ -1,84 +1,131 @@
 """The result framer of the AXI top: TLAST on the last result row of each GEMM, and ``done``.
 
 The core's ``res`` rows come in GEMM order: per GEMM, ``m_tiles * n_tiles`` tiles of ``rows``
-rows. The framer counts them down against the oldest in-flight GEMM's tiles (``head_*``: tiles - 1
-and whether that is zero, registers of :class:`hw.gemm_scheduler.GemmScheduler`), passes the
-stream on as ``tvalid``/``tready`` with ``tlast`` on that GEMM's last row, and pulses ``done``
-(a register) in the cycle after that row is transferred (the scheduler then drops the GEMM, and
-the next one's counts load three cycles after: four cycles without a transfer between GEMMs).
-``tlast`` is a function of registers, stable while ``tvalid`` waits for ``tready``.
+rows. The scheduler (:class:`hw.gemm_scheduler.GemmScheduler`) pushes each GEMM's tile counts
+(tiles - 1 and whether that is 0) when it launches the GEMM; the framer keeps them in a queue of
+``depth`` (the GEMMs in flight), counts the rows of the oldest down as they are transferred,
+sets ``tlast`` on its last row and pulses ``done`` (a register) in the cycle after that row is
+transferred. The stream passes through: ``tvalid`` is ``res_valid`` and ``res_ready`` is
+``tready``, so the result stream's handshake has no logic of the framer's in it (``tlast`` is an
+AND of three flip-flops, stable while ``tvalid`` waits for ``tready``).
+
+That needs the counts of a GEMM to be in place when its first row comes, which they are:
+
+- a GEMM's counts are pushed when it is launched, a few cycles after which they are in the
+  queue; its first row leaves the core at least the core's latency after its first step;
+- the counts of the GEMM after the oldest are taken from the queue in the cycle after the
+  oldest's last row (with ``done``), and the tile counts are first read two transfers into a
+  GEMM (its first row is never its last but with one row per tile), by when they are loaded.
+
+With one row per tile (``rows`` = 1) a GEMM's first row may be its last, so there the stream is
+held for the cycle of ``done`` (:meth:`ResultFramer.idle`: one cycle without a transfer between
+GEMMs, none with ``rows`` >= 2).
 """
 
-from amaranth import Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth import Cat, Const, Module, Signal
+from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ResultFramer"]
+__all__ = ["ResultFramer", "counts_layout"]
+
+
+def counts_layout(n_width):
+    """A GEMM's tile counts as the framer takes them: row and column tiles - 1, and whether each is 0."""
+    return data.StructLayout({"m_m1": 24, "n_m1": n_width, "m_one": 1, "n_one": 1})
 
 
 class ResultFramer(wiring.Component):
-    """TLAST and GEMM completion on the result stream (see the module docstring)."""
+    """TLAST and GEMM completion on the result stream (see the module docstring).
 
-    # Cycles without a transfer after a GEMM's last row (the next GEMM's counts loading).
-    IDLE = 4
+    ``push`` (with ``counts``) queues a launched GEMM's counts; at most ``depth`` GEMMs are pushed
+    and not yet ``done``."""
 
-    def __init__(self, rows, n_width=16):
-        self.rows = rows
+    @staticmethod
+    def idle(rows):
+        """Cycles without a transfer after a GEMM's last row, for an array of ``rows`` rows."""
+        return 1 if rows == 1 else 0
+
+    def __init__(self, rows, n_width=16, depth=4):
+        self.rows, self.depth = rows, depth
         super().__init__({
-            "head_valid": In(1), "head_m_m1": In(24), "head_n_m1": In(n_width), "head_m_one": In(1),
-            "head_n_one": In(1), "done": Out(1),
+            "push": In(1), "counts": In(counts_layout(n_width)), "done": Out(1),
             "res_valid": In(1), "res_ready": Out(1),
             "tvalid": Out(1), "tready": In(1), "tlast": Out(1),
         })
 
     def elaborate(self, platform):
         m = Module()
-        loaded = Signal()
-        # rows left in the tile after this one, column tiles left in the row tile, row tiles left,
-        # each with a register flagging zero (TLAST is an AND of three flip-flops)
-        row_left = Signal(range(self.rows))
-        n_left, m_left, n_m1 = Signal.like(self.head_n_m1), Signal(24), Signal.like(self.head_n_m1)
-        row_zero, n_zero, m_zero, n_one = Signal(), Signal(), Signal(), Signal()
+        Counts = self.counts.shape()
+        # The push, registered here (the framer sits by the output FIFOs, the scheduler elsewhere).
+        push, pushed = Signal(), Signal(Counts, reset_less=True)
+        m.d.sync += [push.eq(self.push), pushed.eq(self.counts)]
+
+        # The queue: entries shift down when entry 0 is taken (`pop`); a push goes into the first
+        # free entry after the shift. `valid` is a thermometer code (entries 0 .. count - 1).
+        D = self.depth
+        queue = [Signal(Counts, name=f"queue{i}", reset_less=True) for i in range(D)]
+        valid = Signal(D)
+        pop = Signal()
+        for i in range(D):
+            above = valid[i + 1] if i + 1 < D else Const(0)
+            below = valid[i - 1] if i else Const(1)
+            with m.If(pop):
+                with m.If(push & valid[i] & ~above):
+                    m.d.sync += queue[i].eq(pushed)
+                if i + 1 < D:
+                    with m.Else():
+                        m.d.sync += queue[i].eq(queue[i + 1])
+            with m.Elif(push & ~valid[i] & below):
+                m.d.sync += queue[i].eq(pushed)
+        with m.If(pop & ~push):
+            m.d.sync += valid.eq(valid >> 1)
+        with m.Elif(push & ~pop):
+            m.d.sync += valid.eq(Cat(1, valid[:-1]))
+
+        # The oldest GEMM's counts: rows left in the tile after this one, column tiles left in
+        # the row tile, row tiles left, each with a register flagging zero.
+        cur_valid = Signal()
+        row_left = Signal(range(self.rows), init=self.rows - 1)
+        row_zero = Signal(init=self.rows == 1)
+        n_left, m_left, n_m1 = Signal.like(self.counts.n_m1), Signal(24), Signal.like(self.counts.n_m1)
+        n_zero, m_zero, n_one = Signal(), Signal(), Signal()
         last_row = Signal()
-        m.d.comb += last_row.eq(row_zero & n_zero & m_zero)
-        m.d.comb += [self.tvalid.eq(self.res_valid & loaded), self.res_ready.eq(self.tready & loaded),
-                     self.tlast.eq(last_row)]
-        take = Signal()
-        m.d.comb += take.eq(self.tvalid & self.tready)
+        m.d.comb += [last_row.eq(row_zero & n_zero & m_zero), self.tlast.eq(last_row)]
         done = Signal()
-        m.d.sync += done.eq(take & last_row)
         m.d.comb += self.done.eq(done)
-        # The scheduler's head_* copied into registers here (the framer sits by the output FIFOs,
-        # whose `res.valid` and `res.ready` it is in the path of; the scheduler is elsewhere). The
-        # scheduler drops the GEMM on `done` and shows the next one at head_* two cycles after,
-        # so the copies are current three cycles after `done`.
-        head = {name: Signal.like(getattr(self, name), name=f"dup_{name}") for name in
-                ("head_valid", "head_m_m1", "head_n_m1", "head_m_one", "head_n_one")}
-        m.d.sync += [sig.eq(getattr(self, name)) for name, sig in head.items()]
-        done_d = Signal(2)
-        m.d.sync += done_d.eq(Cat(done, done_d[0]))
-        with m.If(~loaded & ~done & ~done_d.any() & head["head_valid"]):
-            m.d.sync += [loaded.eq(1), row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1),
-                         n_left.eq(head["head_n_m1"]), n_zero.eq(head["head_n_one"]),
-                         m_left.eq(head["head_m_m1"]), m_zero.eq(head["head_m_one"]),
-                         n_m1.eq(head["head_n_m1"]), n_one.eq(head["head_n_one"])]
+        take = Signal()
+        if self.rows == 1:
+            go = Signal()
+            m.d.comb += [go.eq(cur_valid & ~done), self.tvalid.eq(self.res_valid & go),
+                         self.res_ready.eq(self.tready & go)]
+        else:
+            m.d.comb += [self.tvalid.eq(self.res_valid), self.res_ready.eq(self.tready)]
+        m.d.comb += take.eq(self.tvalid & self.tready)
+        m.d.sync += done.eq(take & last_row)
+
+        # Entry 0 becomes the oldest after the last one's last row (`done`), or when there is none.
+        m.d.comb += pop.eq((done | ~cur_valid) & valid[0])
+        with m.If(pop):
+            m.d.sync += [cur_valid.eq(1), n_left.eq(queue[0].n_m1), n_zero.eq(queue[0].n_one),
+                         m_left.eq(queue[0].m_m1), m_zero.eq(queue[0].m_one),
+                         n_m1.eq(queue[0].n_m1), n_one.eq(queue[0].n_one)]
+        with m.Elif(done):
+            m.d.sync += cur_valid.eq(0)
         # The row count follows each transfer; the tile counts follow a cycle later (`tile_next`, a
         # register), so only a few flip-flops are in the loop through the FIFOs' res.valid and
         # res.ready. A tile's last row is offered `rows - 1` transfers after its first, so with
         # two rows or more the tile counts are current by then. (With one row a tile, they follow
         # each transfer.)
+        with m.If(take):
+            with m.If(~row_zero):
+                m.d.sync += [row_left.eq(row_left - 1), row_zero.eq(row_left == 1)]
+            with m.Else():
+                m.d.sync += [row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1)]
         tile_next = Signal()
         if self.rows == 1:
             m.d.comb += tile_next.eq(take & ~last_row)
         else:
             m.d.sync += tile_next.eq(take & row_zero & ~last_row)
-        with m.If(take):
-            with m.If(last_row):
-                m.d.sync += loaded.eq(0)
-            with m.Elif(~row_zero):
-                m.d.sync += [row_left.eq(row_left - 1), row_zero.eq(row_left == 1)]
-            with m.Else():
-                m.d.sync += [row_left.eq(self.rows - 1), row_zero.eq(self.rows == 1)]
         with m.If(tile_next):
             with m.If(~n_zero):
                 m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
