@@ -136,8 +136,9 @@ class AxiAccelerator(wiring.Component):
             return staged[name][f.lsb:f.lsb + f.width]
 
         desc = sched.desc
-        # a descriptor that passed its checks (the scheduler queues it in the next cycle, from the
-        # staging registers, which no write changes before then)
+        # a descriptor that passed its checks, a register (the scheduler queues it in the next
+        # cycle, from the staging registers, which no write changes before then: writes reach the
+        # registers at least four cycles apart)
         push = Signal()
         m.d.comb += sched.push.eq(push)
         # A register write strobe per writable register (dup_we_*: the address decoded a cycle
@@ -211,10 +212,10 @@ class AxiAccelerator(wiring.Component):
         with m.If(we["IRQ_ENABLE"]):
             m.d.sync += irq_enable.eq(axil.w_data[:2])
         m.d.sync += [c.eq(we["CONTROL"] & axil.w_data[0]) for c in clears.values()]
+        bad = {**checks, "QUEUE_FULL": sched.full}
         with m.If(we["DESC_PUSH"]):
-            bad = {**checks, "QUEUE_FULL": sched.full}
             m.d.comb += [err(name).eq(cond) for name, cond in bad.items()]
-            m.d.comb += push.eq(~Cat(*bad.values()).any())
+        m.d.sync += push.eq(we["DESC_PUSH"] & ~Cat(*bad.values()).any())
         m.d.comb += commit.eq(we["TABLE_SHIFT"])
         # A table entry committed: refused out of range or into a queued or running GEMM's rows.
         # (a register made from TABLE_INDEX: current at the next commit, three cycles on at least)

@@ -133,7 +133,12 @@ class GemmScheduler(wiring.Component):
         # moves `f_head`; an entry holds the GEMM's table rows.
         Flight = data.StructLayout({f: Desc[f].shape for f in ("base", "end")})
         flight = [Signal(Flight, name=f"flight{i}", reset_less=True) for i in range(F)]
-        _, f_tail, f_count, f_valid = _ring(m, F, launch, self.done, "f")
+        # (`done` registered here: the framer is by the output FIFOs, away from here; a GEMM
+        # leaves a cycle later, which only delays a launch that waits for room or for the
+        # pipeline to drain, and frees table rows a cycle later)
+        done = Signal()
+        m.d.sync += done.eq(self.done)
+        _, f_tail, f_count, f_valid = _ring(m, F, launch, done, "f")
         # (a write enable register per entry, made with `launch`: see `ending` below)
         f_we = [Signal(name=f"dup_f_we{i}") for i in range(F)]
         for i, we in enumerate(f_we):
@@ -172,8 +177,9 @@ class GemmScheduler(wiring.Component):
         m.d.comb += [getattr(self, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
         n_left, m_left = Signal.like(cur.n_m1), Signal(24)
         n_zero, m_zero, n_is_1 = Signal(), Signal(), Signal()
-        final_tile = Signal()
-        m.d.comb += final_tile.eq(n_zero & m_zero)
+        # (`final_tile` = n_zero & m_zero and `settle_one` = settle == 1, each a register of its own
+        # made alongside, so the state machine reads one flip-flop for each)
+        final_tile, settle_one = Signal(), Signal()
         settle = Signal(range(max(self.SETTLE, self.min_tile_steps) + 1))
         first_settle = Signal()
         # Whether the head may be launched once no GEMM takes steps, a register made from registers
@@ -199,7 +205,7 @@ class GemmScheduler(wiring.Component):
         m.d.sync += [launch.eq(ending & may_launch),
                      *(we.eq(ending & may_launch & (f_tail == i)) for i, we in enumerate(f_we))]
         with m.If(launch):
-            m.d.sync += [settle.eq(self.SETTLE), first_settle.eq(1)]
+            m.d.sync += [settle.eq(self.SETTLE), first_settle.eq(1), settle_one.eq(0)]  # (SETTLE > 1)
             # The array needs a tile's last step at least min_tile_steps (p) cycles after the
             # previous tile's. The core pads after a short tile for the next tile of the same K; a
             # GEMM with a smaller K (K < p - 5) must start later: its first step comes
@@ -218,11 +224,12 @@ class GemmScheduler(wiring.Component):
             with m.State("SETTLE"):
                 m.d.comb += self.active.eq(1)
                 m.d.sync += first_settle.eq(0)
-                m.d.sync += settle.eq(settle - 1)
+                m.d.sync += [settle.eq(settle - 1), settle_one.eq(settle == 2)]
                 with m.If(first_settle):  # the tile counts, from `cur`
                     m.d.sync += [n_left.eq(cur.n_m1), m_left.eq(cur.m_m1),
-                                 n_zero.eq(cur.n_one), m_zero.eq(cur.m_one), n_is_1.eq(cur.n_one)]
-                with m.If(settle == 1):
+                                 n_zero.eq(cur.n_one), m_zero.eq(cur.m_one), n_is_1.eq(cur.n_one),
+                                 final_tile.eq(cur.n_one & cur.m_one)]
+                with m.If(settle_one):
                     m.d.sync += self.hold.eq(0)
                     m.next = "RUN"
             with m.State("RUN"):
@@ -239,9 +246,10 @@ class GemmScheduler(wiring.Component):
                             m.next = "IDLE"
                     with m.Elif(n_zero):
                         m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
-                                     m_zero.eq(m_left == 1)]
+                                     m_zero.eq(m_left == 1), final_tile.eq(n_is_1 & (m_left == 1))]
                     with m.Else():
-                        m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1)]
+                        m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1),
+                                     final_tile.eq((n_left == 1) & m_zero)]
             with m.State("TAIL"):
                 m.d.comb += [self.active.eq(1), self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
                 with m.If(self.tile_end & may_launch):

@@ -22,7 +22,10 @@ held for the cycle of ``done`` (:meth:`ResultFramer.idle`: one cycle without a t
 GEMMs, none with ``rows`` >= 2).
 """
 
-from amaranth import Cat, Const, Module, Signal
+import operator
+from functools import reduce
+
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -56,31 +59,32 @@ class ResultFramer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         Counts = self.counts.shape()
-        # The push, registered here (the framer sits by the output FIFOs, the scheduler elsewhere).
-        push, pushed = Signal(), Signal(Counts, reset_less=True)
-        m.d.sync += [push.eq(self.push), pushed.eq(self.counts)]
-
-        # The queue: entries shift down when entry 0 is taken (`pop`); a push goes into the first
-        # free entry after the shift. `valid` is a thermometer code (entries 0 .. count - 1).
+        # The queue: a ring of `depth` entries. A push writes entry `tail` two cycles on (the
+        # push and the counts registered here, beside the output FIFOs, then a write enable
+        # register per entry); `pop` moves `head`, a one-hot pointer. `nxt` and `nxt_valid` are
+        # entry `head` and whether it holds counts, in registers, a cycle behind the pointer and
+        # the entries (both from the same cycle, so they agree; after a pop they show the popped
+        # entry for a cycle, in which no pop can come: see below).
         D = self.depth
         queue = [Signal(Counts, name=f"queue{i}", reset_less=True) for i in range(D)]
-        valid = Signal(D)
-        pop = Signal()
+        pushed = Signal(Counts, reset_less=True)
+        tail = Signal(D, init=1)
+        we = [Signal(name=f"dup_we{i}") for i in range(D)]
+        m.d.sync += pushed.eq(self.counts)
+        m.d.sync += [we[i].eq(self.push & tail[i]) for i in range(D)]
+        with m.If(self.push):
+            m.d.sync += tail.eq(tail.rotate_left(1))
         for i in range(D):
-            above = valid[i + 1] if i + 1 < D else Const(0)
-            below = valid[i - 1] if i else Const(1)
-            with m.If(pop):
-                with m.If(push & valid[i] & ~above):
-                    m.d.sync += queue[i].eq(pushed)
-                if i + 1 < D:
-                    with m.Else():
-                        m.d.sync += queue[i].eq(queue[i + 1])
-            with m.Elif(push & ~valid[i] & below):
+            with m.If(we[i]):
                 m.d.sync += queue[i].eq(pushed)
-        with m.If(pop & ~push):
-            m.d.sync += valid.eq(valid >> 1)
-        with m.Elif(push & ~pop):
-            m.d.sync += valid.eq(Cat(1, valid[:-1]))
+        head, valid = Signal(D, init=1), Signal(D)
+        pop = Signal()
+        m.d.sync += valid.eq((valid | Cat(we)) & ~Mux(pop, head, 0))
+        with m.If(pop):
+            m.d.sync += head.eq(head.rotate_left(1))
+        nxt, nxt_valid = Signal(Counts, reset_less=True), Signal()
+        m.d.sync += [nxt.eq(reduce(operator.or_, (Mux(head[i], queue[i].as_value(), 0) for i in range(D)))),
+                     nxt_valid.eq((valid & head).any())]
 
         # The oldest GEMM's counts: rows left in the tile after this one, column tiles left in
         # the row tile, row tiles left, each with a register flagging zero.
@@ -103,12 +107,15 @@ class ResultFramer(wiring.Component):
         m.d.comb += take.eq(self.tvalid & self.tready)
         m.d.sync += done.eq(take & last_row)
 
-        # Entry 0 becomes the oldest after the last one's last row (`done`), or when there is none.
-        m.d.comb += pop.eq((done | ~cur_valid) & valid[0])
+        # The head entry becomes the oldest GEMM after the last one's last row (`done`), or when
+        # there is none. (A pop comes at least two cycles after the one before: `done` follows a
+        # GEMM's last row, which is at least its second transfer with two rows a tile or more,
+        # and with one, the stream is held in the cycle of `done`; after a pop with no GEMM
+        # before, `cur_valid` is set.)
+        m.d.comb += pop.eq((done | ~cur_valid) & nxt_valid)
         with m.If(pop):
-            m.d.sync += [cur_valid.eq(1), n_left.eq(queue[0].n_m1), n_zero.eq(queue[0].n_one),
-                         m_left.eq(queue[0].m_m1), m_zero.eq(queue[0].m_one),
-                         n_m1.eq(queue[0].n_m1), n_one.eq(queue[0].n_one)]
+            m.d.sync += [cur_valid.eq(1), n_left.eq(nxt.n_m1), n_zero.eq(nxt.n_one),
+                         m_left.eq(nxt.m_m1), m_zero.eq(nxt.m_one), n_m1.eq(nxt.n_m1), n_one.eq(nxt.n_one)]
         with m.Elif(done):
             m.d.sync += cur_valid.eq(0)
         # The row count follows each transfer; the tile counts follow a cycle later (`tile_next`, a

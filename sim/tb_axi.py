@@ -73,8 +73,8 @@ class TB:
     async def _monitor(self):
         """Counts at the ports what the performance counters count, independently: steps, cycles
         strictly between a GEMM's first and last step without TVALID, result stalls, and busy
-        cycles (STATUS.BUSY: from the fourth cycle after an accepted DESC_PUSH write to the cycle
-        after its GEMM's last result row is transferred); records each GEMM's first and last step and
+        cycles (STATUS.BUSY: from the fifth cycle after an accepted DESC_PUSH write to the second
+        cycle after its GEMM's last result row is transferred); records each GEMM's first and last step and
         its last result's cycle. Each sample at a rising edge is of the cycle that edge ends."""
         dut, w = self.dut, self.watch
         push = reg("DESC_PUSH").offset
@@ -100,11 +100,11 @@ class TB:
                     w["spans"][-1][1] = c
             w["res_stalled"] += bool(dut.m_axis_res_tvalid.value and not dut.m_axis_res_tready.value)
             if dut.m_axis_res_tvalid.value and dut.m_axis_res_tready.value and dut.m_axis_res_tlast.value:
-                w["pushes"][c + 2] = w["pushes"].get(c + 2, 0) - 1
+                w["pushes"][c + 3] = w["pushes"].get(c + 3, 0) - 1
                 w["results"].append(c)
             if (dut.s_axil_awvalid.value and dut.s_axil_awready.value and dut.s_axil_awaddr.value == push
                     and dut.s_axil_wstrb.value == 0b1111):
-                w["pushes"][c + 4] = w["pushes"].get(c + 4, 0) + 1
+                w["pushes"][c + 5] = w["pushes"].get(c + 5, 0) + 1
 
     def check(self, problem, got, label):
         return self.scoreboard.compare(problem, got, label)
