@@ -230,8 +230,11 @@ class AxiAccelerator(wiring.Component):
                      cfg.addr.eq(row), cfg.lane.eq(lane),
                      cfg.entry.bias.eq(staged["TABLE_BIAS"]), cfg.entry.multiplier.eq(staged["TABLE_MULTIPLIER"]),
                      cfg.entry.shift.eq(axil.w_data[:6])]
+        # (whether the lane is the last, a register: current at a commit, as above)
+        lane_last = Signal()
+        m.d.sync += lane_last.eq(lane >= self.cols - 1)
         with m.If(commit):  # the index moves on whether or not the entry was taken
-            with m.If(lane >= self.cols - 1):
+            with m.If(lane_last):
                 m.d.sync += [lane.eq(0), row.eq(row + 1)]
             with m.Else():
                 m.d.sync += lane.eq(lane + 1)

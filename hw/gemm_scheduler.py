@@ -28,11 +28,9 @@ changed. Between two GEMMs of one output stage queued in time, the first step co
 launch or a ``done`` moves a pointer, so no wide enable depends on the core's pulses.
 """
 
-import operator
-from functools import reduce
-
 from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .result_framer import counts_layout
@@ -102,31 +100,32 @@ class GemmScheduler(wiring.Component):
         Q, F = self.queue_depth, self.flight_depth
         launch = Signal()  # a register: the head becomes the running GEMM (see below)
 
-        # The queue: a ring of Q entries, each written only by a push at `tail`; a launch moves
-        # `head` (so no entry's enable depends on a launch).
-        # A push request is registered, with write enable registers per entry, one per 32 bits
-        # (dup_: each near its bits, none decoded in front of an entry's 100-odd enables).
-        queue = [Signal(Desc, name=f"queue{i}", reset_less=True) for i in range(Q)]
+        # The queue: a ring of Q entries in a memory (LUT RAM on ECP5: a few cells, where entries
+        # of flip-flops and the multiplexers choosing the head spread across the die), written at
+        # `tail` by a push request (registered here) and read at `head` into the `head`
+        # register; a launch moves `head`. The entries' table ranges are also kept in registers
+        # (`rows`), which the busy-row check compares all at once.
         push = Signal()
         q_head, q_tail, count, q_valid = _ring(m, Q, push, launch, "q")
         m.d.sync += push.eq(self.push)
         m.d.comb += [self.full.eq(count == Q), self.queued.eq(count)]
         desc_bits = self.desc.as_value()
+        m.submodules.queue = queue = Memory(shape=len(desc_bits), depth=Q, init=[],
+                                            attrs={"ram_style": "distributed"})
+        wp, rp = queue.write_port(), queue.read_port(domain="comb")
+        m.d.comb += [wp.addr.eq(q_tail), wp.data.eq(desc_bits), wp.en.eq(push), rp.addr.eq(q_head)]
+        Rows = data.StructLayout({f: Desc[f].shape for f in ("base", "end")})
+        rows = [Signal(Rows, name=f"rows{i}", reset_less=True) for i in range(Q)]
         for i in range(Q):
-            for n, lo in enumerate(range(0, len(desc_bits), 32)):
-                we = Signal(name=f"dup_q_we{i}_{n}")
-                m.d.sync += we.eq(self.push & (q_tail == i))
-                with m.If(we):
-                    m.d.sync += queue[i].as_value()[lo:lo + 32].eq(desc_bits[lo:lo + 32])
+            with m.If(push & (q_tail == i)):
+                m.d.sync += [rows[i].base.eq(self.desc.base), rows[i].end.eq(self.desc.end)]
         # The head entry and whether it holds a descriptor, in registers (a cycle behind the
         # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
-        # path that ends elsewhere than here). The entry is chosen by one-hot copies of `q_head`
-        # (dup_q_head*), each for 16 bits of it (the binary pointer fanned out to every bit's
-        # multiplexer was 7.2 ns of routing on 8x8). (`head_valid` as an AND-OR, not an Array:
-        # Amaranth makes an Array an `always @*` that Icarus does not run until an input
-        # changes, and an X here would reach `count`.)
+        # path that ends elsewhere than here). (`head_valid` as an AND-OR, not an Array: Amaranth
+        # makes an Array an `always @*` that Icarus does not run until an input changes, and an
+        # X here would reach `count`.)
         head, head_valid = Signal(Desc, reset_less=True), Signal()
-        m.d.sync += [head.eq(_select(m, launch, list(queue), "dup_q_head")),
+        m.d.sync += [head.as_value().eq(rp.data),
                      head_valid.eq(Cat(q_valid[i] & (q_head == i) for i in range(Q)).any())]
 
         # GEMMs in flight, a ring likewise: a launch writes `f_tail`, `done` (the framer's register)
@@ -160,7 +159,7 @@ class GemmScheduler(wiring.Component):
         # serial, and entries leaving only make it stricter.
         check_row = Signal.like(self.check_row, name="dup_check_row", reset_less=True)
         m.d.sync += check_row.eq(self.check_row)
-        entries = [(q_valid[i], queue[i].base, queue[i].end) for i in range(Q)]
+        entries = [(q_valid[i], rows[i].base, rows[i].end) for i in range(Q)]
         entries += [(f_valid[i], flight[i].base, flight[i].end) for i in range(F)]
         above, below = Signal(len(entries)), Signal(len(entries))
         m.d.sync += [above.eq(Cat(check_row >= base for _, base, _ in entries)),
@@ -183,10 +182,13 @@ class GemmScheduler(wiring.Component):
         settle = Signal(range(max(self.SETTLE, self.min_tile_steps) + 1))
         first_settle = Signal()
         # Whether the head may be launched once no GEMM takes steps, a register made from registers
-        # (a cycle behind `head`, which is safe: launches are at least SETTLE + 2 cycles apart, and
-        # a push or a GEMM leaving only makes a launch possible later): queued, room in flight,
-        # and its output stage the running one's, or nothing in flight.
-        same_output = ~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any()
+        # (a cycle behind `head`, its output stage compared with the running one's a cycle before
+        # that: safe, since after a launch `head` and `cur` are current two and one cycles on, the
+        # next GEMM's end comes five cycles on at the earliest (LAUNCH, SETTLE cycles, a K = 1
+        # tile's admit), and a push or a GEMM leaving only makes a launch possible later): queued,
+        # room in flight, and its output stage the running one's, or nothing in flight.
+        same_output = Signal()
+        m.d.sync += same_output.eq(~Cat(*(getattr(head, f) != getattr(cur, f) for f in _OUTPUT_FIELDS)).any())
         may_launch = Signal()
         m.d.sync += may_launch.eq(head_valid & (f_count < F) & (same_output | (f_count == 0)))
 
@@ -213,49 +215,36 @@ class GemmScheduler(wiring.Component):
             for k in range(1, max(1, self.min_tile_steps - 2 - self.SETTLE)):
                 with m.If(head.k == k):
                     m.d.sync += settle.eq(self.min_tile_steps - 2 - k)
-        with m.FSM():
-            with m.State("IDLE"):
-                m.d.comb += ending.eq(1)
-                with m.If(may_launch):
-                    m.next = "LAUNCH"
-            with m.State("LAUNCH"):
-                m.d.comb += self.active.eq(1)
-                m.next = "SETTLE"
-            with m.State("SETTLE"):
-                m.d.comb += self.active.eq(1)
-                m.d.sync += first_settle.eq(0)
-                m.d.sync += [settle.eq(settle - 1), settle_one.eq(settle == 2)]
-                with m.If(first_settle):  # the tile counts, from `cur`
-                    m.d.sync += [n_left.eq(cur.n_m1), m_left.eq(cur.m_m1),
-                                 n_zero.eq(cur.n_one), m_zero.eq(cur.m_one), n_is_1.eq(cur.n_one),
-                                 final_tile.eq(cur.n_one & cur.m_one)]
-                with m.If(settle_one):
-                    m.d.sync += self.hold.eq(0)
-                    m.next = "RUN"
-            with m.State("RUN"):
-                m.d.comb += self.active.eq(1)
-                with m.If(self.admit):
-                    with m.If(final_tile):
-                        m.d.sync += self.hold.eq(1)
-                        # K = 1: the tile's first step is its last, and its tile_end comes with its admit
-                        m.d.comb += [self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
-                        m.next = "TAIL"
-                        with m.If(self.tile_end & may_launch):
-                            m.next = "LAUNCH"
-                        with m.Elif(self.tile_end):
-                            m.next = "IDLE"
-                    with m.Elif(n_zero):
-                        m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
-                                     m_zero.eq(m_left == 1), final_tile.eq(n_is_1 & (m_left == 1))]
-                    with m.Else():
-                        m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1),
-                                     final_tile.eq((n_left == 1) & m_zero)]
-            with m.State("TAIL"):
-                m.d.comb += [self.active.eq(1), self.final_step.eq(self.tile_end), ending.eq(self.tile_end)]
-                with m.If(self.tile_end & may_launch):
-                    m.next = "LAUNCH"
-                with m.Elif(self.tile_end):
-                    m.next = "IDLE"
+        # The state, one-hot: IDLE, LAUNCH (`launch` itself), SETTLE, RUN (tiles to admit) and TAIL
+        # (the last tile admitted, its last step to come), each a register whose next value is a
+        # function of a few flip-flops (as an encoded state machine, its decode took four LUT
+        # levels in front of the tile counters' enables). `ending`: no GEMM takes steps after
+        # this cycle (idle, or the running GEMM's last step's tile_end is now).
+        idle, settling, running, tail = Signal(init=1), Signal(), Signal(), Signal()
+        last_admit = Signal()
+        m.d.comb += [last_admit.eq(running & self.admit & final_tile),
+                     self.final_step.eq(self.tile_end & (last_admit | tail)),
+                     ending.eq(idle | self.final_step),
+                     self.active.eq(~idle)]
+        m.d.sync += [idle.eq(ending & ~may_launch),
+                     settling.eq(launch | (settling & ~settle_one)),
+                     running.eq((settling & settle_one) | (running & ~last_admit)),
+                     tail.eq((last_admit | tail) & ~self.tile_end)]
+        with m.If(settling):
+            m.d.sync += [settle.eq(settle - 1), settle_one.eq(settle == 2), first_settle.eq(0)]
+        with m.If(first_settle):  # the tile counts, from `cur`
+            m.d.sync += [n_left.eq(cur.n_m1), m_left.eq(cur.m_m1), n_zero.eq(cur.n_one), m_zero.eq(cur.m_one),
+                         n_is_1.eq(cur.n_one), final_tile.eq(cur.n_one & cur.m_one)]
+        with m.If(settling & settle_one):
+            m.d.sync += self.hold.eq(0)
+        with m.If(last_admit):
+            # (K = 1: the tile's first step is its last, and its tile_end comes with its admit)
+            m.d.sync += self.hold.eq(1)
+        with m.Elif(running & self.admit & n_zero):
+            m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
+                         m_zero.eq(m_left == 1), final_tile.eq(n_is_1 & (m_left == 1))]
+        with m.Elif(running & self.admit):
+            m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1), final_tile.eq((n_left == 1) & m_zero)]
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
         return m
 
@@ -273,18 +262,3 @@ def _ring(m, depth, push, pop, name):
     m.d.sync += [count.eq(count + push - pop),
                  valid.eq((valid | Mux(push, 1 << tail, 0)) & ~Mux(pop, 1 << head, 0))]
     return head, tail, count, valid
-
-
-def _select(m, pop, entries, name, chunk=16):
-    """The head entry of a ring of ``entries`` (its head pointer starting at 0 and moving on with
-    ``pop``), as an AND-OR of each ``chunk`` bits with its own one-hot copy of the pointer."""
-    values = [e.as_value() for e in entries]
-    width = len(values[0])
-    parts = []
-    for n, lo in enumerate(range(0, width, chunk)):
-        onehot = Signal(len(entries), init=1, name=f"{name}{n}")
-        with m.If(pop):
-            m.d.sync += onehot.eq(onehot.rotate_left(1))
-        hi = min(lo + chunk, width)
-        parts.append(reduce(operator.or_, (Mux(onehot[i], v[lo:hi], 0) for i, v in enumerate(values))))
-    return Cat(*parts)

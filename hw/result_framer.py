@@ -22,11 +22,9 @@ held for the cycle of ``done`` (:meth:`ResultFramer.idle`: one cycle without a t
 GEMMs, none with ``rows`` >= 2).
 """
 
-import operator
-from functools import reduce
-
 from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ResultFramer", "counts_layout"]
@@ -59,32 +57,29 @@ class ResultFramer(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         Counts = self.counts.shape()
-        # The queue: a ring of `depth` entries. A push writes entry `tail` two cycles on (the
-        # push and the counts registered here, beside the output FIFOs, then a write enable
-        # register per entry); `pop` moves `head`, a one-hot pointer. `nxt` and `nxt_valid` are
-        # entry `head` and whether it holds counts, in registers, a cycle behind the pointer and
-        # the entries (both from the same cycle, so they agree; after a pop they show the popped
-        # entry for a cycle, in which no pop can come: see below).
+        # The queue: a ring of `depth` entries in a memory (LUT RAM on ECP5). A push writes entry
+        # `tail` a cycle on (the push and the counts registered here, beside the output FIFOs);
+        # `pop` moves `head`, a one-hot pointer. `nxt` and `nxt_valid` are entry `head` and
+        # whether it holds counts, in registers, a cycle behind the pointer and the entries (both
+        # from the same cycle, so they agree; after a pop they show the popped entry for a cycle,
+        # in which no pop can come: see below).
         D = self.depth
-        queue = [Signal(Counts, name=f"queue{i}", reset_less=True) for i in range(D)]
-        pushed = Signal(Counts, reset_less=True)
-        tail = Signal(D, init=1)
-        we = [Signal(name=f"dup_we{i}") for i in range(D)]
-        m.d.sync += pushed.eq(self.counts)
-        m.d.sync += [we[i].eq(self.push & tail[i]) for i in range(D)]
-        with m.If(self.push):
+        push, pushed = Signal(), Signal(Counts, reset_less=True)
+        m.d.sync += [push.eq(self.push), pushed.eq(self.counts)]
+        tail, head = Signal(D, init=1), Signal(D, init=1)
+        with m.If(push):
             m.d.sync += tail.eq(tail.rotate_left(1))
-        for i in range(D):
-            with m.If(we[i]):
-                m.d.sync += queue[i].eq(pushed)
-        head, valid = Signal(D, init=1), Signal(D)
+        m.submodules.queue = queue = Memory(shape=len(pushed.as_value()), depth=D, init=[],
+                                            attrs={"ram_style": "distributed"})
+        wp, rp = queue.write_port(), queue.read_port(domain="comb")
+        m.d.comb += [wp.addr.eq(_binary(tail)), wp.data.eq(pushed), wp.en.eq(push), rp.addr.eq(_binary(head))]
+        valid = Signal(D)
         pop = Signal()
-        m.d.sync += valid.eq((valid | Cat(we)) & ~Mux(pop, head, 0))
+        m.d.sync += valid.eq((valid | Mux(push, tail, 0)) & ~Mux(pop, head, 0))
         with m.If(pop):
             m.d.sync += head.eq(head.rotate_left(1))
         nxt, nxt_valid = Signal(Counts, reset_less=True), Signal()
-        m.d.sync += [nxt.eq(reduce(operator.or_, (Mux(head[i], queue[i].as_value(), 0) for i in range(D)))),
-                     nxt_valid.eq((valid & head).any())]
+        m.d.sync += [nxt.as_value().eq(rp.data), nxt_valid.eq((valid & head).any())]
 
         # The oldest GEMM's counts: rows left in the tile after this one, column tiles left in
         # the row tile, row tiles left, each with a register flagging zero.
@@ -139,3 +134,9 @@ class ResultFramer(wiring.Component):
             with m.Else():
                 m.d.sync += [n_left.eq(n_m1), n_zero.eq(n_one), m_left.eq(m_left - 1), m_zero.eq(m_left == 1)]
         return m
+
+
+def _binary(onehot):
+    """The index of the set bit of a one-hot value."""
+    bits = max(1, (len(onehot) - 1).bit_length())
+    return Cat(Cat(onehot[i] for i in range(len(onehot)) if i >> b & 1).any() for b in range(bits))
