@@ -74,9 +74,12 @@ class AxiLiteSlave(wiring.Component):
         w_data = Signal(32, reset_less=True)
         w_full = Signal()
         w_go = Signal()
+        # (the address and data registers follow the ports while no write is pending, so their
+        # enable is a flip-flop, not the ports' VALIDs: they hold what the taking cycle saw)
+        with m.If(~w_busy):
+            m.d.sync += [w_addr.eq(p("awaddr")), w_data.eq(p("wdata")), w_full.eq(p("wstrb") == 0b1111)]
         with m.If(take_w):
-            m.d.sync += [w_busy.eq(1), w_addr.eq(p("awaddr")), w_data.eq(p("wdata")),
-                         w_full.eq(p("wstrb") == 0b1111)]
+            m.d.sync += w_busy.eq(1)
         m.d.sync += w_go.eq(take_w)
         if self.write_latency == 2:
             m.d.comb += self.w_pre.eq(w_go & w_full)
@@ -95,8 +98,10 @@ class AxiLiteSlave(wiring.Component):
         m.d.comb += [take_r.eq(p("arvalid") & ~r_busy), p("arready").eq(take_r)]
         r_addr = Signal(self.addr_width, reset_less=True)
         r_go = Signal()
+        with m.If(~r_busy):  # (as for writes)
+            m.d.sync += r_addr.eq(p("araddr"))
         with m.If(take_r):
-            m.d.sync += [r_busy.eq(1), r_addr.eq(p("araddr"))]
+            m.d.sync += r_busy.eq(1)
         m.d.sync += r_go.eq(take_r)
         r_back = delayed(m, r_go, self.read_latency, "r_back")
         m.d.comb += [self.r_stb.eq(r_go), self.r_addr.eq(r_addr)]

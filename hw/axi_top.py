@@ -26,7 +26,7 @@ same output stage follow each other without draining the pipeline.
 import operator
 from functools import reduce
 
-from amaranth import Cat, Const, Module, Mux, Signal, Value
+from amaranth import Cat, Const, Module, Mux, Signal, Value, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -156,20 +156,25 @@ class AxiAccelerator(wiring.Component):
         out = {f: field("DESC_OUTPUT", f.upper()) for f in ("output_offset", "act_min", "act_max", "bypass")}
         # The staged descriptor's checks and the counts the scheduler queues, in register stages
         # from the staging registers: copies of the fields (dup_chk_*, near the checks), then the
-        # checks and counts (the table check a stage later, from `end`). They are current when a
+        # checks and counts (the table and bounds checks a stage later). They are current when a
         # DESC_PUSH write arrives: AXI4-Lite writes reach the registers at least four cycles apart.
         checked = {"k": k, "n": n, "mt": mt, "base": base, "act_min": out["act_min"], "act_max": out["act_max"]}
         chk = {name: Signal.like(v, name=f"dup_chk_{name}", reset_less=True) for name, v in checked.items()}
         m.d.sync += [chk[name].eq(v) for name, v in checked.items()]
         checks = {name: Signal(name=f"bad_{name.lower()}") for name in ("DESC_K", "DESC_TILES", "DESC_TABLE",
                                                                            "DESC_BOUNDS")}
+        # (`end` = base + n_tiles and `bounds` = act_max - act_min, registers: the table and
+        # bounds checks come a stage after them, each an add and a compare in one cycle being a
+        # routed worst path, 7.7 and 7.1 ns)
         end = Signal(17, reset_less=True)
+        bounds = Signal(signed(9), reset_less=True)
         counts = {"m_m1": Signal(24, reset_less=True), "n_m1": Signal(16, reset_less=True),
                   "m_one": Signal(reset_less=True), "n_one": Signal(reset_less=True)}
         m.d.sync += [end.eq(chk["base"] + chk["n"]), checks["DESC_K"].eq(chk["k"] == 0),
                      checks["DESC_TILES"].eq((chk["n"] == 0) | (chk["mt"] == 0)),
                      checks["DESC_TABLE"].eq(end > self.max_col_tiles),
-                     checks["DESC_BOUNDS"].eq(chk["act_min"].as_signed() > chk["act_max"].as_signed()),
+                     bounds.eq(chk["act_max"].as_signed() - chk["act_min"].as_signed()),
+                     checks["DESC_BOUNDS"].eq(bounds < 0),
                      counts["m_m1"].eq(chk["mt"] - 1), counts["n_m1"].eq(chk["n"] - 1),
                      counts["m_one"].eq(chk["mt"] == 1), counts["n_one"].eq(chk["n"] == 1)]
         m.d.comb += [desc.k.eq(k), desc.n_tiles.eq(n), desc.base.eq(base), desc.end.eq(end),
