@@ -116,8 +116,10 @@ class GemmScheduler(wiring.Component):
         m.d.comb += [wp.addr.eq(q_tail), wp.data.eq(desc_bits), wp.en.eq(push), rp.addr.eq(q_head)]
         Rows = data.StructLayout({f: Desc[f].shape for f in ("base", "end")})
         rows = [Signal(Rows, name=f"rows{i}", reset_less=True) for i in range(Q)]
+        # (written with the push request, a cycle before the entry, so the busy-row check sees the
+        # rows four cycles after the request: see below)
         for i in range(Q):
-            with m.If(push & (q_tail == i)):
+            with m.If(self.push & (q_tail == i)):
                 m.d.sync += [rows[i].base.eq(self.desc.base), rows[i].end.eq(self.desc.end)]
         # The head entry and whether it holds a descriptor, in registers (a cycle behind the
         # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
@@ -153,10 +155,12 @@ class GemmScheduler(wiring.Component):
         # Table rows in use: any queued or in-flight GEMM's [base, end), in three register stages: a
         # copy of `check_row` (dup_: near the compares, the register block's copy being near the
         # core's table ports), each entry's two compares, then a flag per entry with its valid
-        # bit. So `row_busy` is three cycles late, and an entry written by a push is seen four
-        # cycles after the push request: its user, the register block, commits table entries at
-        # least four cycles after any push or change of `check_row`, AXI4-Lite writes being
-        # serial, and entries leaving only make it stricter.
+        # bit. So `row_busy` is three cycles late, and an entry written by a push is seen three
+        # cycles after the push request: its user, the register block, whose push request is a
+        # register a cycle after the DESC_PUSH write's strobe, commits table entries at least
+        # four cycles after any write's strobe (AXI4-Lite writes being serial), so after any
+        # push or change of `check_row`; entries leaving only make it stricter. (The AXI top's
+        # testbench commits at a push's heels.)
         check_row = Signal.like(self.check_row, name="dup_check_row", reset_less=True)
         m.d.sync += check_row.eq(self.check_row)
         entries = [(q_valid[i], rows[i].base, rows[i].end) for i in range(Q)]

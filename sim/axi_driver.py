@@ -65,6 +65,16 @@ class AxiDriver:
             raise RegisterError(f"write of 0x{value & 0xFFFFFFFF:08X} to {name} answered {resp.resp!r}")
         return resp.resp
 
+    async def write_queued(self, *writes):
+        """Writes ``(name, value)`` handed to the bus master at once, so that each follows the one
+        before as closely as the slave takes them (the tests of the register block's timing use
+        it); returns the responses."""
+        events = [self.axil.init_write(reg(name).offset, int(value & 0xFFFFFFFF).to_bytes(4, "little"))
+                  for name, value in writes]
+        for event in events:
+            await event.wait()
+        return [event.data.resp for event in events]
+
     async def write_offset(self, offset, value):
         """A raw write; returns the response (the tests of BAD_ACCESS use it)."""
         return (await self.axil.write(offset, int(value).to_bytes(4, "little"))).resp
@@ -113,14 +123,17 @@ class AxiDriver:
                                             bypass=int(problem.bypass))}
 
     async def push(self, problem, base, **override):
-        """Stage the problem's descriptor (fields in ``override`` replaced, for error tests) and push it.
+        """Stage the problem's descriptor (fields in ``override`` replaced, for error tests) and push it
+        (not with ``DESC_PUSH=None``).
         Only the DESC_* registers whose value changes are written (the GEMMs of a layer differ in a
         field or two)."""
+        push = override.pop("DESC_PUSH", 1)
         for name, value in {**self.descriptor(problem, base), **override}.items():
             if self._staged.get(name) != value:
                 await self.write(name, value)
                 self._staged[name] = value
-        await self.write("DESC_PUSH", 1)
+        if push is not None:
+            await self.write("DESC_PUSH", push)
 
     def forget(self):
         """After a reset: the DESC_* registers no longer hold what this driver wrote."""

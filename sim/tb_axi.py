@@ -368,9 +368,13 @@ async def errors(dut):
     await d.write("TABLE_INDEX", COLS)
     await d.write("TABLE_SHIFT", 0)
     await expect("TABLE_RANGE", "lane out of range")
-    # a running GEMM's rows refuse writes; the GEMM waits for its steps meanwhile
+    # a running GEMM's rows refuse writes, from the write that follows its DESC_PUSH on (the
+    # tightest spacing the bus allows); the GEMM waits for its steps meanwhile
     await d.load_table(p, 0)
-    await d.push(p, 0)
+    await d.write("TABLE_INDEX", 0)
+    await d.push(p, 0, DESC_PUSH=None)
+    await d.write_queued(("DESC_PUSH", 1), ("TABLE_SHIFT", 0))
+    await expect_queued(d, tb, "TABLE_BUSY")
     await d.write("TABLE_INDEX", 0)
     await d.write("TABLE_SHIFT", 0)
     await expect_queued(d, tb, "TABLE_BUSY")
