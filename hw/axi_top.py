@@ -79,8 +79,8 @@ class AxiAccelerator(wiring.Component):
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
-        m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.counts.n_m1),
-                                                          depth=self.flight_depth)
+        m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.counts.n_tiles),
+                                                          depth=self.flight_depth, max_col_tiles=self.max_col_tiles)
         m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=6, write_latency=2)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)

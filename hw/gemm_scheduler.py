@@ -62,7 +62,7 @@ class GemmScheduler(wiring.Component):
     must hold through that cycle). Core side: the per-GEMM
     settings and ``hold`` are outputs (registers), ``admit``/``tile_end`` the core's tile pulses.
     ``final_step`` is high in the cycle of the core's ``tile_end`` for a GEMM's last step.
-    ``launched`` (a register) pulses in the cycle after a launch, with the GEMM's tile counts
+    ``launched`` (a register) pulses in the cycle after a launch, with the GEMM's counts
     (``counts``, registers) for the framer; ``done`` (a register, one pulse per GEMM) drops the
     oldest GEMM in flight.
     """
@@ -90,7 +90,7 @@ class GemmScheduler(wiring.Component):
             "output_offset": Out(signed(8)), "act_min": Out(signed(8)), "act_max": Out(signed(8)), "bypass": Out(1),
             "hold": Out(1, init=1),
             "admit": In(1), "tile_end": In(1), "final_step": Out(1),
-            "launched": Out(1), "counts": Out(counts_layout(Desc["n_m1"].shape)), "done": In(1),
+            "launched": Out(1), "counts": Out(counts_layout(Desc["n_tiles"].shape)), "done": In(1),
             "check_row": In(range(max(max_col_tiles, 2))), "row_busy": Out(1),
         })
 
@@ -146,11 +146,11 @@ class GemmScheduler(wiring.Component):
             with m.If(we):
                 m.d.sync += [getattr(flight[i], f).eq(getattr(head, f)) for f in Flight.members]
         m.d.comb += self.in_flight.eq(f_count)
-        # The launched GEMM's tile counts for the framer, in registers (from `head`, which still
+        # The launched GEMM's counts for the framer, in registers (from `head`, which still
         # holds the GEMM in the cycle of `launch`).
         m.d.sync += self.launched.eq(launch)
         with m.If(launch):
-            m.d.sync += [getattr(self.counts, f).eq(getattr(head, f)) for f in ("m_m1", "n_m1", "m_one", "n_one")]
+            m.d.sync += [getattr(self.counts, f).eq(getattr(head, f)) for f in ("m_m1", "m_one", "n_tiles")]
 
         # Table rows in use: any queued or in-flight GEMM's [base, end), in three register stages: a
         # copy of `check_row` (dup_: near the compares, the register block's copy being near the
