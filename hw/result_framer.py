@@ -112,7 +112,9 @@ class ResultFramer(wiring.Component):
         i0, i1, i2 = Signal(), Signal(), Signal()
         m_left = Signal(24)
         m_zero, m_is1, m_is2 = Signal(), Signal(), Signal()
-        take, take_d = Signal(), Signal()
+        # (dup_: the core's output FIFOs register the same transfer, and Yosys would merge this
+        # register into theirs, by the FIFOs, away from here)
+        take, take_d = Signal(), Signal(name="dup_take_d")
         m.d.sync += take_d.eq(take)
         z0, z1 = Signal(), Signal()
         m.d.comb += z0.eq(i0 & m_zero)
