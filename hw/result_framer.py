@@ -116,13 +116,12 @@ class ResultFramer(wiring.Component):
         # register into theirs, by the FIFOs, away from here)
         take, take_d = Signal(), Signal(name="dup_take_d")
         m.d.sync += take_d.eq(take)
+        # z0 = i0 & m_zero and (with two rows a tile or more) z1 = i1 & m_zero, registers kept
+        # alongside the counts, so that TLAST and the updates below read one flip-flop for each
         z0, z1 = Signal(), Signal()
-        m.d.comb += z0.eq(i0 & m_zero)
         if R == 1:
             # (the row after may be the next row tile's only row)
             m.d.comb += z1.eq((~i0 & i1 & m_zero) | (i0 & ~m_zero & cur.r_is0 & m_is1))
-        else:
-            m.d.comb += z1.eq(i1 & m_zero)
         m.d.comb += self.tlast.eq(Mux(take_d, z1, z0))
         end = Signal()  # the GEMM's last row was transferred in the previous cycle
         m.d.comb += [end.eq(take_d & z0), self.done.eq(end)]
@@ -133,18 +132,35 @@ class ResultFramer(wiring.Component):
             m.d.comb += [self.tvalid.eq(self.res_valid), self.res_ready.eq(self.tready)]
         m.d.comb += take.eq(self.tvalid & self.tready)
 
-        m.d.comb += pop.eq((end | ~cur_valid) & nxt_valid)
-        with m.If(pop):
+        # The updates, with the transfer register `take_d` outermost (it comes from by the FIFOs).
+        m.d.comb += pop.eq(Mux(take_d, z0, ~cur_valid) & nxt_valid)
+        z1_sync = R > 1
+
+        def load():
             m.d.sync += [cur_valid.eq(1), cur.eq(nxt), inner.eq(nxt.r_m1), i0.eq(nxt.r_is0), i1.eq(nxt.r_is1),
                          i2.eq(nxt.r_is2), m_left.eq(nxt.m_m1), m_zero.eq(nxt.m_zero), m_is1.eq(nxt.m_is1),
-                         m_is2.eq(nxt.m_is2)]
-        with m.Elif(end):
-            m.d.sync += cur_valid.eq(0)
-        with m.Elif(take_d & i0):  # the next row tile
-            m.d.sync += [inner.eq(cur.r_m1), i0.eq(cur.r_is0), i1.eq(cur.r_is1), i2.eq(cur.r_is2),
-                         m_left.eq(m_left - 1), m_zero.eq(m_is1), m_is1.eq(m_is2), m_is2.eq(m_left == 3)]
-        with m.Elif(take_d):
-            m.d.sync += [inner.eq(inner - 1), i0.eq(i1), i1.eq(i2), i2.eq(inner == 3)]
+                         m_is2.eq(nxt.m_is2), z0.eq(nxt.r_is0 & nxt.m_zero)]
+            if z1_sync:
+                m.d.sync += z1.eq(nxt.r_is1 & nxt.m_zero)
+
+        with m.If(take_d):
+            with m.If(z0):
+                with m.If(nxt_valid):
+                    load()
+                with m.Else():
+                    m.d.sync += cur_valid.eq(0)
+            with m.Elif(i0):  # the next row tile
+                m.d.sync += [inner.eq(cur.r_m1), i0.eq(cur.r_is0), i1.eq(cur.r_is1), i2.eq(cur.r_is2),
+                             m_left.eq(m_left - 1), m_zero.eq(m_is1), m_is1.eq(m_is2), m_is2.eq(m_left == 3),
+                             z0.eq(cur.r_is0 & m_is1)]
+                if z1_sync:
+                    m.d.sync += z1.eq(cur.r_is1 & m_is1)
+            with m.Else():
+                m.d.sync += [inner.eq(inner - 1), i0.eq(i1), i1.eq(i2), i2.eq(inner == 3), z0.eq(i1 & m_zero)]
+                if z1_sync:
+                    m.d.sync += z1.eq(i2 & m_zero)
+        with m.Elif(~cur_valid & nxt_valid):
+            load()
         return m
 
 
