@@ -20,7 +20,7 @@ result row is transferred (``done``); its tile counts go to the result framer
 ``row_busy`` says whether a table row belongs to a queued or in-flight GEMM (the register block
 refuses table writes there).
 
-Launch timing: a GEMM is launched (``launch``, a register) in the cycle after the core reports
+Launch timing: a GEMM is launched (``launch``, a register) two cycles after the core reports
 the previous one's last step (its ``tile_end``), or later; the core's inputs change in the next
 cycle, and ``hold`` falls so that the GEMM's first step can come ``SETTLE`` cycles after they
 changed. Between two GEMMs of one output stage queued in time, the first step comes
@@ -69,9 +69,9 @@ class GemmScheduler(wiring.Component):
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
     SETTLE = 3
-    # From a GEMM's last step to the next one's first, at the earliest: tile_end, the launch
-    # register, the settings' registers, then SETTLE cycles (more for a short K: see `gap`).
-    GAP = 3 + SETTLE
+    # From a GEMM's last step to the next one's first, at the earliest: tile_end, its copy, the
+    # launch register, the settings' registers, then SETTLE cycles (more for a short K: see `gap`).
+    GAP = 4 + SETTLE
 
     def gap(self, k):
         """Cycles from a GEMM's last step to the next one's first (of K = ``k``), at the earliest."""
@@ -196,10 +196,10 @@ class GemmScheduler(wiring.Component):
         may_launch = Signal()
         m.d.sync += may_launch.eq(head_valid & (f_count < F) & (same_output | (f_count == 0)))
 
-        # `ending`: no GEMM is taking steps after this cycle (idle, or the running GEMM's last step's
-        # tile_end is now). With `may_launch` the head is launched: `launch`, a register, is high
-        # in the next cycle (state LAUNCH), which loads the head into the core's settings; they
-        # reach the core the cycle after, as the sequencer's contract allows.
+        # `ending` (below): no GEMM is taking steps. With `may_launch` the head is launched:
+        # `launch`, a register, is high in the next cycle (state LAUNCH), which loads the head into
+        # the core's settings; they reach the core the cycle after, as the sequencer's contract
+        # allows.
         ending = Signal()
         # (`cur` loads with copies of `launch`, dup_launch*, each for 32 bits of it)
         cur_bits, head_bits = cur.as_value(), head.as_value()
@@ -214,21 +214,23 @@ class GemmScheduler(wiring.Component):
             m.d.sync += [settle.eq(self.SETTLE), first_settle.eq(1), settle_one.eq(0)]  # (SETTLE > 1)
             # The array needs a tile's last step at least min_tile_steps (p) cycles after the
             # previous tile's. The core pads after a short tile for the next tile of the same K; a
-            # GEMM with a smaller K (K < p - 5) must start later: its first step comes
-            # settle + 3 cycles after the last GEMM's last step, so settle >= p - 2 - K.
-            for k in range(1, max(1, self.min_tile_steps - 2 - self.SETTLE)):
+            # GEMM with a smaller K (K < p - 6) must start later: its first step comes
+            # settle + 4 cycles after the last GEMM's last step, so settle >= p - 3 - K.
+            for k in range(1, max(1, self.min_tile_steps - 3 - self.SETTLE)):
                 with m.If(head.k == k):
-                    m.d.sync += settle.eq(self.min_tile_steps - 2 - k)
+                    m.d.sync += settle.eq(self.min_tile_steps - 3 - k)
         # The state, one-hot: IDLE, LAUNCH (`launch` itself), SETTLE, RUN (tiles to admit) and TAIL
         # (the last tile admitted, its last step to come), each a register whose next value is a
         # function of a few flip-flops (as an encoded state machine, its decode took four LUT
-        # levels in front of the tile counters' enables). `ending`: no GEMM takes steps after
-        # this cycle (idle, or the running GEMM's last step's tile_end is now).
+        # levels in front of the tile counters' enables). `ending`: no GEMM takes steps now (idle,
+        # or the running GEMM's last step's tile_end was in the previous cycle: `final_d`, a
+        # register, so the launch registers read flip-flops only, not the core's pulses).
         idle, settling, running, tail = Signal(init=1), Signal(), Signal(), Signal()
-        last_admit = Signal()
+        last_admit, final_d = Signal(), Signal()
+        m.d.sync += final_d.eq(self.final_step)
         m.d.comb += [last_admit.eq(running & self.admit & final_tile),
                      self.final_step.eq(self.tile_end & (last_admit | tail)),
-                     ending.eq(idle | self.final_step),
+                     ending.eq(idle | final_d),
                      self.active.eq(~idle)]
         m.d.sync += [idle.eq(ending & ~may_launch),
                      settling.eq(launch | (settling & ~settle_one)),
@@ -239,6 +241,10 @@ class GemmScheduler(wiring.Component):
         with m.If(first_settle):  # the tile counts, from `cur`
             m.d.sync += [n_left.eq(cur.n_m1), m_left.eq(cur.m_m1), n_zero.eq(cur.n_one), m_zero.eq(cur.m_one),
                          n_is_1.eq(cur.n_one), final_tile.eq(cur.n_one & cur.m_one)]
+        # (whether the counts are 1, registers a cycle behind them: current at each admit, tiles
+        # being admitted two cycles apart at least, and the counts loaded SETTLE cycles before)
+        n_left_is1, m_left_is1 = Signal(), Signal()
+        m.d.sync += [n_left_is1.eq(n_left == 1), m_left_is1.eq(m_left == 1)]
         with m.If(settling & settle_one):
             m.d.sync += self.hold.eq(0)
         with m.If(last_admit):
@@ -246,9 +252,9 @@ class GemmScheduler(wiring.Component):
             m.d.sync += self.hold.eq(1)
         with m.Elif(running & self.admit & n_zero):
             m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
-                         m_zero.eq(m_left == 1), final_tile.eq(n_is_1 & (m_left == 1))]
+                         m_zero.eq(m_left_is1), final_tile.eq(n_is_1 & m_left_is1)]
         with m.Elif(running & self.admit):
-            m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left == 1), final_tile.eq((n_left == 1) & m_zero)]
+            m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left_is1), final_tile.eq(n_left_is1 & m_zero)]
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
         return m
 
