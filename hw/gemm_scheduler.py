@@ -242,19 +242,23 @@ class GemmScheduler(wiring.Component):
             m.d.sync += [n_left.eq(cur.n_m1), m_left.eq(cur.m_m1), n_zero.eq(cur.n_one), m_zero.eq(cur.m_one),
                          n_is_1.eq(cur.n_one), final_tile.eq(cur.n_one & cur.m_one)]
         # (whether the counts are 1, registers a cycle behind them: current at each admit, tiles
-        # being admitted two cycles apart at least, and the counts loaded SETTLE cycles before)
+        # being admitted two cycles apart at least, and the counts loaded SETTLE cycles before;
+        # and the counts - 1 likewise, so an admit only selects registers)
         n_left_is1, m_left_is1 = Signal(), Signal()
-        m.d.sync += [n_left_is1.eq(n_left == 1), m_left_is1.eq(m_left == 1)]
+        n_dec, m_dec = Signal.like(n_left), Signal.like(m_left)
+        m.d.sync += [n_left_is1.eq(n_left == 1), m_left_is1.eq(m_left == 1), n_dec.eq(n_left - 1),
+                     m_dec.eq(m_left - 1)]
         with m.If(settling & settle_one):
             m.d.sync += self.hold.eq(0)
-        with m.If(last_admit):
-            # (K = 1: the tile's first step is its last, and its tile_end comes with its admit)
-            m.d.sync += self.hold.eq(1)
-        with m.Elif(running & self.admit & n_zero):
-            m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_left - 1),
-                         m_zero.eq(m_left_is1), final_tile.eq(n_is_1 & m_left_is1)]
-        with m.Elif(running & self.admit):
-            m.d.sync += [n_left.eq(n_left - 1), n_zero.eq(n_left_is1), final_tile.eq(n_left_is1 & m_zero)]
+        with m.If(self.admit & running):
+            with m.If(final_tile):
+                # (K = 1: the tile's first step is its last, and its tile_end comes with its admit)
+                m.d.sync += self.hold.eq(1)
+            with m.Elif(n_zero):
+                m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_dec),
+                             m_zero.eq(m_left_is1), final_tile.eq(n_is_1 & m_left_is1)]
+            with m.Else():
+                m.d.sync += [n_left.eq(n_dec), n_zero.eq(n_left_is1), final_tile.eq(n_left_is1 & m_zero)]
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
         return m
 
