@@ -210,19 +210,15 @@ class GemmScheduler(wiring.Component):
                 m.d.sync += cur_bits[lo:lo + 32].eq(head_bits[lo:lo + 32])
         m.d.sync += [launch.eq(ending & may_launch),
                      *(we.eq(ending & may_launch & (f_tail == i)) for i, we in enumerate(f_we))]
-        # The array needs a tile's last step at least min_tile_steps (p) cycles after the previous
-        # tile's. The core pads after a short tile for the next tile of the same K; a GEMM with a
-        # smaller K (K < p - 6) must start later: its first step comes settle + 4 cycles after the
-        # last GEMM's last step, so settle >= p - 3 - K. (`settle_init`, the head's, a register a
-        # cycle behind `head`: current at a launch, which comes two cycles after `head` changes at
-        # the earliest, through `may_launch`.)
-        settle_init = Signal.like(settle)
-        init = self.SETTLE
-        for k in reversed(range(1, max(1, self.min_tile_steps - 3 - self.SETTLE))):
-            init = Mux(head.k == k, self.min_tile_steps - 3 - k, init)
-        m.d.sync += settle_init.eq(init)
         with m.If(launch):
-            m.d.sync += [settle.eq(settle_init), first_settle.eq(1), settle_one.eq(0)]  # (SETTLE > 1)
+            m.d.sync += [settle.eq(self.SETTLE), first_settle.eq(1), settle_one.eq(0)]  # (SETTLE > 1)
+            # The array needs a tile's last step at least min_tile_steps (p) cycles after the
+            # previous tile's. The core pads after a short tile for the next tile of the same K; a
+            # GEMM with a smaller K (K < p - 6) must start later: its first step comes
+            # settle + 4 cycles after the last GEMM's last step, so settle >= p - 3 - K.
+            for k in range(1, max(1, self.min_tile_steps - 3 - self.SETTLE)):
+                with m.If(head.k == k):
+                    m.d.sync += settle.eq(self.min_tile_steps - 3 - k)
         # The state, one-hot: IDLE, LAUNCH (`launch` itself), SETTLE, RUN (tiles to admit) and TAIL
         # (the last tile admitted, its last step to come), each a register whose next value is a
         # function of a few flip-flops (as an encoded state machine, its decode took four LUT
