@@ -272,8 +272,9 @@ class AxiAccelerator(wiring.Component):
         # not one index fanned out across the die); each offset's compare in two halves (the
         # address's low and high six bits); their AND, the one-hot selects; a copy of each select;
         # each value ANDed with its select into a register of its own (near the value); each
-        # group's OR; then the OR of the groups (a read of a write-only register gives 0). The address registers hold
-        # from one r_stb to the next, so the stages after them need no enable. (As one 31-way
+        # group's OR; then the OR of the groups (a read of a write-only register gives 0). The
+        # address registers hold from one r_stb to the next, so the stages after them need no
+        # enable. (As one 31-way
         # multiplexer, 8.6 ns of routing; with one shared index register 7.5 ns; decoded from the
         # AXI-Lite slave's address register 7.3 ns; with each group's AND-OR in one register,
         # from values across the die, 6.4 ns; each select decoded from the address in one cycle,

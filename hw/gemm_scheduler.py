@@ -28,12 +28,13 @@ changed. Between two GEMMs of one output stage queued in time, the first step co
 launch or a ``done`` moves a pointer, so no wide enable depends on the core's pulses.
 """
 
-from amaranth import Cat, Module, Mux, Signal, signed
+from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .result_framer import counts_layout
+from .ring import ring
 
 __all__ = ["GemmScheduler", "descriptor_layout"]
 
@@ -106,7 +107,7 @@ class GemmScheduler(wiring.Component):
         # register; a launch moves `head`. The entries' table ranges are also kept in registers
         # (`rows`), which the busy-row check compares all at once.
         push = Signal()
-        q_head, q_tail, count, q_valid = _ring(m, Q, push, launch, "q")
+        q_head, q_tail, count, q_valid = ring(m, Q, push, launch, "q")
         m.d.sync += push.eq(self.push)
         m.d.comb += [self.full.eq(count == Q), self.queued.eq(count)]
         desc_bits = self.desc.as_value()
@@ -139,7 +140,7 @@ class GemmScheduler(wiring.Component):
         # pipeline to drain, and frees table rows a cycle later)
         done = Signal()
         m.d.sync += done.eq(self.done)
-        _, f_tail, f_count, f_valid = _ring(m, F, launch, done, "f")
+        _, f_tail, f_count, f_valid = ring(m, F, launch, done, "f")
         # (a write enable register per entry, made with `launch`: see `ending` below)
         f_we = [Signal(name=f"dup_f_we{i}") for i in range(F)]
         for i, we in enumerate(f_we):
@@ -262,17 +263,3 @@ class GemmScheduler(wiring.Component):
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
         return m
 
-
-def _ring(m, depth, push, pop, name):
-    """The bookkeeping of a ring of ``depth`` entries: ``head`` and ``tail`` pointers (``push``
-    moves the tail, ``pop`` the head), the ``count`` of entries and a ``valid`` bit per entry.
-    The caller writes entry ``tail`` on a push and reads entry ``head``."""
-    head, tail = Signal(range(depth), name=f"{name}_head"), Signal(range(depth), name=f"{name}_tail")
-    count, valid = Signal(range(depth + 1), name=f"{name}_count"), Signal(depth, name=f"{name}_valid")
-    with m.If(push):
-        m.d.sync += tail.eq(Mux(tail == depth - 1, 0, tail + 1))
-    with m.If(pop):
-        m.d.sync += head.eq(Mux(head == depth - 1, 0, head + 1))
-    m.d.sync += [count.eq(count + push - pop),
-                 valid.eq((valid | Mux(push, 1 << tail, 0)) & ~Mux(pop, 1 << head, 0))]
-    return head, tail, count, valid

@@ -34,6 +34,8 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .ring import ring
+
 __all__ = ["ResultFramer", "counts_layout"]
 
 
@@ -83,25 +85,19 @@ class ResultFramer(wiring.Component):
                      entry.r_is1.eq(rows_per_tile == 2), entry.r_is2.eq(rows_per_tile == 3)]
 
         # The queue: a ring of `depth` entries in a memory (LUT RAM on ECP5), written at `tail`;
-        # `pop` moves `head`, a one-hot pointer. `nxt` and `nxt_valid` are entry `head` and
-        # whether it holds counts, in registers, a cycle behind the pointer and the entries (both
-        # from the same cycle, so they agree; after a pop they show the popped entry for a cycle,
-        # in which no pop can come).
+        # `pop` moves `head`. `nxt` and `nxt_valid` are entry `head` and whether it holds counts,
+        # in registers, a cycle behind the pointer and the entries (both from the same cycle, so
+        # they agree; after a pop they show the popped entry for a cycle, in which no pop can
+        # come). (`nxt_valid` as an AND-OR, not a bit select: see hw.gemm_scheduler's head_valid.)
         D = self.depth
-        tail, head = Signal(D, init=1), Signal(D, init=1)
-        with m.If(push2):
-            m.d.sync += tail.eq(tail.rotate_left(1))
+        pop = Signal()
+        head, tail, _, valid = ring(m, D, push2, pop, "q")
         m.submodules.queue = queue = Memory(shape=len(entry.as_value()), depth=D, init=[],
                                             attrs={"ram_style": "distributed"})
         wp, rp = queue.write_port(), queue.read_port(domain="comb")
-        m.d.comb += [wp.addr.eq(_binary(tail)), wp.data.eq(entry), wp.en.eq(push2), rp.addr.eq(_binary(head))]
-        valid = Signal(D)
-        pop = Signal()
-        m.d.sync += valid.eq((valid | Mux(push2, tail, 0)) & ~Mux(pop, head, 0))
-        with m.If(pop):
-            m.d.sync += head.eq(head.rotate_left(1))
+        m.d.comb += [wp.addr.eq(tail), wp.data.eq(entry), wp.en.eq(push2), rp.addr.eq(head)]
         nxt, nxt_valid = Signal(Entry, reset_less=True), Signal()
-        m.d.sync += [nxt.as_value().eq(rp.data), nxt_valid.eq((valid & head).any())]
+        m.d.sync += [nxt.as_value().eq(rp.data), nxt_valid.eq(Cat(valid[i] & (head == i) for i in range(D)).any())]
 
         # The oldest GEMM, at the row after the last transfer counted: rows after it in its row
         # tile (`inner`) with flags for 0, 1, 2; row tiles after its row tile (`m_left`) with
@@ -163,8 +159,3 @@ class ResultFramer(wiring.Component):
             load()
         return m
 
-
-def _binary(onehot):
-    """The index of the set bit of a one-hot value."""
-    bits = max(1, (len(onehot) - 1).bit_length())
-    return Cat(Cat(onehot[i] for i in range(len(onehot)) if i >> b & 1).any() for b in range(bits))
