@@ -7,9 +7,10 @@ ARREADY, RDATA, RRESP, RVALID, RREADY), 32-bit data. The register side:
 - a write: ``w_stb`` for one cycle with ``w_addr`` (word-aligned byte offset) and ``w_data``;
   the block answers in that cycle with ``w_err`` (SLVERR). A write whose WSTRB is not all ones
   is not passed on: it answers SLVERR with ``w_partial`` (registers take whole words). With
-  ``write_latency`` 2, ``w_pre`` comes the cycle before ``w_stb`` with ``w_addr`` and ``w_data``
-  already valid (they hold until the response is taken), so the block can decode the address
-  into registers (a write strobe per register, and ``w_err``) rather than in front of its enables.
+  ``write_latency`` 2 or more, ``w_pre`` comes the cycle before ``w_stb``, and ``w_addr`` and
+  ``w_data`` are valid ``write_latency`` - 1 cycles before ``w_stb`` (they hold until the
+  response is taken), so the block can decode the address into registers (a write strobe per
+  register, and ``w_err``) rather than in front of its enables: with 3, in two stages.
 - a read: ``r_stb`` for one cycle with ``r_addr``; the block gives ``r_data`` and ``r_err``
   ``read_latency`` cycles later.
 
@@ -48,8 +49,8 @@ class AxiLiteSlave(wiring.Component):
     """AXI4-Lite to a register strobe interface (see the module docstring)."""
 
     def __init__(self, addr_width=12, read_latency=1, write_latency=1):
-        if write_latency not in (1, 2):
-            raise ValueError(f"write_latency must be 1 or 2, got {write_latency!r}")
+        if write_latency not in (1, 2, 3):
+            raise ValueError(f"write_latency must be 1, 2 or 3, got {write_latency!r}")
         self.addr_width, self.read_latency, self.write_latency = addr_width, read_latency, write_latency
         super().__init__({
             **axi_lite_members(addr_width),
@@ -81,9 +82,10 @@ class AxiLiteSlave(wiring.Component):
         with m.If(take_w):
             m.d.sync += w_busy.eq(1)
         m.d.sync += w_go.eq(take_w)
-        if self.write_latency == 2:
-            m.d.comb += self.w_pre.eq(w_go & w_full)
-            w_go = delayed(m, w_go, 1, "w_go_d")
+        if self.write_latency >= 2:
+            pre = delayed(m, w_go, self.write_latency - 2, "w_go_p")
+            m.d.comb += self.w_pre.eq(pre & w_full)
+            w_go = delayed(m, w_go, self.write_latency - 1, "w_go_d")
         m.d.comb += [self.w_stb.eq(w_go & w_full), self.w_partial.eq(w_go & ~w_full),
                      self.w_addr.eq(w_addr), self.w_data.eq(w_data)]
         with m.If(w_go):

@@ -33,13 +33,16 @@ from amaranth.lib.wiring import In, Out
 from .accelerator import Accelerator
 from .axi_lite import AxiLiteSlave, axi_lite_members
 from .gemm_scheduler import GemmScheduler
-from .pipeline import delayed
+from .pipeline import Line, delay_lines, delayed
 from .registers import ERROR_BITS, ID_MAGIC, REGISTERS, VERSION, reg
 from .result_framer import ResultFramer
 
 __all__ = ["AxiAccelerator"]
 
 ADDR_WIDTH = 12
+# The AXI-Lite slave's latencies (hw.axi_lite): BVALID comes WRITE_LATENCY + 1 cycles after AW and
+# W are taken, RVALID READ_LATENCY + 2 cycles after AR.
+WRITE_LATENCY, READ_LATENCY = 3, 7
 
 
 class AxiAccelerator(wiring.Component):
@@ -81,7 +84,7 @@ class AxiAccelerator(wiring.Component):
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.counts.n_tiles),
                                                           depth=self.flight_depth, max_col_tiles=self.max_col_tiles)
-        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=7, write_latency=2)
+        m.submodules.axil = axil = AxiLiteSlave(ADDR_WIDTH, read_latency=READ_LATENCY, write_latency=WRITE_LATENCY)
         for name, member in axi_lite_members(ADDR_WIDTH).items():
             port, inner = getattr(self, name), getattr(axil, name)
             m.d.comb += inner.eq(port) if member.flow == In else port.eq(inner)
@@ -104,11 +107,14 @@ class AxiAccelerator(wiring.Component):
                      ("k_steps", "n_tiles", "table_base", "output_offset", "act_min", "act_max", "bypass", "hold")]
         m.d.comb += [sched.admit.eq(core.admit), sched.tile_end.eq(core.tile_end)]
 
-        # A step, registered, with the streams' TLAST: checked a cycle later against whether it
-        # was its GEMM's last (the scheduler's `final_step`, which comes with the core's tile_end).
-        step_d, act_last_d, wts_last_d = Signal(), Signal(), Signal()
-        m.d.sync += [step_d.eq(self.s_axis_act_tvalid & self.s_axis_act_tready),
-                     act_last_d.eq(self.s_axis_act_tlast), wts_last_d.eq(self.s_axis_wts_tlast)]
+        # A step, with the streams' TLAST, through two registers: checked against whether it was its
+        # GEMM's last (the scheduler's `final_step`, which comes with the core's tile_end, a cycle
+        # after the step), itself registered (`final_step_d`: the check and the counters below
+        # read flip-flops only, not the core's pulses).
+        step_d, act_last_d, wts_last_d = delay_lines(m, 2, [
+            Line(self.s_axis_act_tvalid & self.s_axis_act_tready, "step_d"),
+            Line(self.s_axis_act_tlast, "act_last_d"), Line(self.s_axis_wts_tlast, "wts_last_d")])
+        final_step = delayed(m, sched.final_step, 1, "final_step_d")
 
         # Registers.
         error = Signal(len(ERROR_BITS))
@@ -123,8 +129,8 @@ class AxiAccelerator(wiring.Component):
         def err(name):
             return causes[name]
 
-        m.d.comb += [err("ACT_TLAST").eq(step_d & (act_last_d != sched.final_step)),
-                     err("WTS_TLAST").eq(step_d & (wts_last_d != sched.final_step))]
+        m.d.comb += [err("ACT_TLAST").eq(step_d & (act_last_d != final_step)),
+                     err("WTS_TLAST").eq(step_d & (wts_last_d != final_step))]
         irq_done = Signal()
         irq_enable = Signal(2)
         staged = {name: Signal(32, name=f"staged_{name.lower()}") for name in
@@ -138,45 +144,60 @@ class AxiAccelerator(wiring.Component):
         desc = sched.desc
         # a descriptor that passed its checks, a register (the scheduler queues it in the next
         # cycle, from the staging registers, which no write changes before then: writes reach the
-        # registers at least four cycles apart)
+        # registers at least five cycles apart)
         push = Signal()
         m.d.comb += sched.push.eq(push)
-        # A register write strobe per writable register (dup_we_*: the address decoded a cycle
-        # ahead, on the AXI-Lite slave's w_pre, so each register's enable is a flip-flop), and
-        # w_err likewise for the offsets nothing takes.
+        # A register write strobe per writable register (dup_we_*, each a flip-flop), decoded in two
+        # stages on the AXI-Lite slave's address register, valid from two cycles before the strobe:
+        # each offset's compare in two halves (the address's low and high six bits, registers),
+        # then their AND with w_pre (as one 12-bit compare in front of w_pre's AND, 6.0 ns routed);
+        # and w_bad likewise for the offsets nothing takes.
         writable = [r for r in REGISTERS if r.access in ("rw", "wo", "w1c")]
         we = {r.name: Signal(name=f"dup_we_{r.name.lower()}") for r in writable}
+        half = ADDR_WIDTH // 2
+        w_lo, w_hi = Signal(len(writable), name="w_match_lo"), Signal(len(writable), name="w_match_hi")
+        m.d.sync += [w_lo.eq(Cat(axil.w_addr[:half] == (r.offset & (1 << half) - 1) for r in writable)),
+                     w_hi.eq(Cat(axil.w_addr[half:] == r.offset >> half for r in writable))]
         w_bad = Signal()
-        m.d.sync += [sig.eq(axil.w_pre & (axil.w_addr == reg(name).offset)) for name, sig in we.items()]
-        m.d.sync += w_bad.eq(axil.w_pre & ~Cat(axil.w_addr == r.offset for r in writable).any())
+        m.d.sync += [sig.eq(axil.w_pre & w_lo[n] & w_hi[n]) for n, sig in enumerate(we.values())]
+        m.d.sync += w_bad.eq(axil.w_pre & ~(w_lo & w_hi).any())
         m.d.comb += [axil.w_err.eq(w_bad), err("BAD_ACCESS").eq(w_bad | axil.w_partial)]
 
         k, n, mt, base = (field("DESC_K", "K"), field("DESC_N_TILES", "N_TILES"), field("DESC_M_TILES", "M_TILES"),
                           field("DESC_TABLE_BASE", "BASE"))
         out = {f: field("DESC_OUTPUT", f.upper()) for f in ("output_offset", "act_min", "act_max", "bypass")}
         # The staged descriptor's checks and the counts the scheduler queues, in register stages
-        # from the staging registers: copies of the fields (dup_chk_*, near the checks), then the
-        # checks and counts (the table and bounds checks a stage later). They are current when a
-        # DESC_PUSH write arrives: AXI4-Lite writes reach the registers at least four cycles apart.
+        # from the staging registers: copies of the fields (dup_chk_*, near the checks); then the
+        # counts - 1, `end` = base + n_tiles, act_max - act_min and each field's compares with 0
+        # and 1 by groups of four bits; then the checks and the flags for counts of 1. They are
+        # current when a DESC_PUSH write arrives: AXI4-Lite writes reach the registers at least
+        # five cycles apart. (Each stage is one carry chain or about two LUT levels: an add and a
+        # compare in one stage, or a 24-bit compare with 0 in front of the check's OR, were
+        # routed worst paths, 7.7, 7.1 and 6.3 ns.)
         checked = {"k": k, "n": n, "mt": mt, "base": base, "act_min": out["act_min"], "act_max": out["act_max"]}
         chk = {name: Signal.like(v, name=f"dup_chk_{name}", reset_less=True) for name, v in checked.items()}
         m.d.sync += [chk[name].eq(v) for name, v in checked.items()]
         checks = {name: Signal(name=f"bad_{name.lower()}") for name in ("DESC_K", "DESC_TILES", "DESC_TABLE",
                                                                            "DESC_BOUNDS")}
-        # (`end` = base + n_tiles and `bounds` = act_max - act_min, registers: the table and
-        # bounds checks come a stage after them, each an add and a compare in one cycle being a
-        # routed worst path, 7.7 and 7.1 ns)
+
+        def nibbles_equal(value, const, name):
+            """A register per four bits of ``value``: whether they equal ``const``'s."""
+            flags = Signal(-(-len(value) // 4), name=name, reset_less=True)
+            m.d.sync += flags.eq(Cat(value[i:i + 4] == (const >> i) & 0xF for i in range(0, len(value), 4)))
+            return flags
+
+        k0, n0, mt0 = (nibbles_equal(chk[f], 0, f"chk_{f}_is0") for f in ("k", "n", "mt"))
+        n1, mt1 = (nibbles_equal(chk[f], 1, f"chk_{f}_is1") for f in ("n", "mt"))
         end = Signal(17, reset_less=True)
         bounds = Signal(signed(9), reset_less=True)
         counts = {"m_m1": Signal(24, reset_less=True), "n_m1": Signal(16, reset_less=True),
                   "m_one": Signal(reset_less=True), "n_one": Signal(reset_less=True)}
-        m.d.sync += [end.eq(chk["base"] + chk["n"]), checks["DESC_K"].eq(chk["k"] == 0),
-                     checks["DESC_TILES"].eq((chk["n"] == 0) | (chk["mt"] == 0)),
-                     checks["DESC_TABLE"].eq(end > self.max_col_tiles),
+        m.d.sync += [end.eq(chk["base"] + chk["n"]),
                      bounds.eq(chk["act_max"].as_signed() - chk["act_min"].as_signed()),
-                     checks["DESC_BOUNDS"].eq(bounds < 0),
-                     counts["m_m1"].eq(chk["mt"] - 1), counts["n_m1"].eq(chk["n"] - 1),
-                     counts["m_one"].eq(chk["mt"] == 1), counts["n_one"].eq(chk["n"] == 1)]
+                     counts["m_m1"].eq(chk["mt"] - 1), counts["n_m1"].eq(chk["n"] - 1)]
+        m.d.sync += [checks["DESC_K"].eq(k0.all()), checks["DESC_TILES"].eq(n0.all() | mt0.all()),
+                     checks["DESC_TABLE"].eq(end > self.max_col_tiles), checks["DESC_BOUNDS"].eq(bounds < 0),
+                     counts["m_one"].eq(mt1.all()), counts["n_one"].eq(n1.all())]
         m.d.comb += [desc.k.eq(k), desc.n_tiles.eq(n), desc.base.eq(base), desc.end.eq(end),
                      *(getattr(desc, f).eq(v) for f, v in counts.items())]
         m.d.comb += [getattr(desc, f).eq(v) for f, v in out.items()]
@@ -190,21 +211,27 @@ class AxiAccelerator(wiring.Component):
         # (dup_clear_*, each beside its counter rather than one driving all seven; high in reset,
         # so it is the counter's only clear)
         clears = {name: Signal(init=1, name=f"dup_clear_{name.lower()}") for name in counter_names}
-        busy_d, act_idle_d, wts_idle_d, stalled_d, done_d = Signal(), Signal(), Signal(), Signal(), Signal()
-        m.d.sync += [busy_d.eq(sched.busy), act_idle_d.eq(~self.s_axis_act_tvalid),
-                     wts_idle_d.eq(~self.s_axis_wts_tvalid),
+        busy_d, stalled_d, done_d = Signal(), Signal(), Signal()
+        # (TVALID sampled with the steps, two registers deep)
+        act_idle_d, wts_idle_d = delay_lines(m, 2, [Line(~self.s_axis_act_tvalid, "act_idle_d"),
+                                                    Line(~self.s_axis_wts_tvalid, "wts_idle_d")])
+        m.d.sync += [busy_d.eq(sched.busy),
                      stalled_d.eq(self.m_axis_res_tvalid & ~self.m_axis_res_tready), done_d.eq(framer.done)]
         # between a GEMM's first and last step: set by a step, cleared by the last (both seen a
         # cycle late, with the streams' TVALID sampled alongside)
         within = Signal()
-        m.d.sync += within.eq((within | step_d) & ~sched.final_step)
-        incs = {"CYCLES": 1, "BUSY_CYCLES": busy_d, "STEPS": step_d, "ACT_STARVED": within & act_idle_d,
-                "WTS_STARVED": within & wts_idle_d, "RES_STALLED": stalled_d, "GEMMS_DONE": done_d}
+        m.d.sync += within.eq((within | step_d) & ~final_step)
+        starved = {name: Signal(name=f"dup_inc_{name.lower()}") for name in ("ACT_STARVED", "WTS_STARVED")}
+        m.d.sync += [starved["ACT_STARVED"].eq(within & act_idle_d), starved["WTS_STARVED"].eq(within & wts_idle_d)]
+        # Each counter's increment is a flip-flop, its enable (as an operand of the add, it went
+        # through the 32-bit carry chain: 6.5 ns routed)
+        incs = {"CYCLES": 1, "BUSY_CYCLES": busy_d, "STEPS": step_d, **starved, "RES_STALLED": stalled_d,
+                "GEMMS_DONE": done_d}
         for name, counter in counters.items():
             with m.If(clears[name]):
                 m.d.sync += counter.eq(0)
-            with m.Else():
-                m.d.sync += counter.eq(counter + incs[name])
+            with m.Elif(incs[name]):
+                m.d.sync += counter.eq(counter + 1)
 
         # Writes.
         commit = Signal()
@@ -285,7 +312,6 @@ class AxiAccelerator(wiring.Component):
         addrs = [Signal(ADDR_WIDTH, name=f"dup_r_addr{k}", reset_less=True) for k in range(len(groups) + 1)]
         with m.If(axil.r_stb):
             m.d.sync += [a.eq(axil.r_addr) for a in addrs]
-        half = ADDR_WIDTH // 2
 
         def matches(addr, offsets, name):
             """Registers: each offset's match with ``addr``, from its two halves' compares a stage before."""

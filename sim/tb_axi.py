@@ -14,6 +14,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import Event, RisingEdge, SimTimeoutError, with_timeout
 
 from hw.accelerator import Accelerator
+from hw.axi_top import WRITE_LATENCY
 from hw.gemm_scheduler import GemmScheduler
 from hw.registers import ERROR_BITS, ID_MAGIC, VERSION, reg
 from hw.result_framer import ResultFramer
@@ -73,7 +74,7 @@ class TB:
     async def _monitor(self):
         """Counts at the ports what the performance counters count, independently: steps, cycles
         strictly between a GEMM's first and last step without TVALID, result stalls, and busy
-        cycles (STATUS.BUSY: from the fifth cycle after an accepted DESC_PUSH write to the second
+        cycles (STATUS.BUSY: from WRITE_LATENCY + 3 cycles after an accepted DESC_PUSH write to the second
         cycle after its GEMM's last result row is transferred); records each GEMM's first and last step and
         its last result's cycle. Each sample at a rising edge is of the cycle that edge ends."""
         dut, w = self.dut, self.watch
@@ -104,7 +105,8 @@ class TB:
                 w["results"].append(c)
             if (dut.s_axil_awvalid.value and dut.s_axil_awready.value and dut.s_axil_awaddr.value == push
                     and dut.s_axil_wstrb.value == 0b1111):
-                w["pushes"][c + 5] = w["pushes"].get(c + 5, 0) + 1
+                lag = WRITE_LATENCY + 3
+                w["pushes"][c + lag] = w["pushes"].get(c + lag, 0) + 1
 
     def check(self, problem, got, label):
         return self.scoreboard.compare(problem, got, label)
