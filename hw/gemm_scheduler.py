@@ -28,7 +28,7 @@ changed. Between two GEMMs of one output stage queued in time, the first step co
 launch or a ``done`` moves a pointer, so no wide enable depends on the core's pulses.
 """
 
-from amaranth import Cat, Module, Signal, signed
+from amaranth import Cat, Module, Mux, Signal, signed
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -153,15 +153,15 @@ class GemmScheduler(wiring.Component):
         with m.If(launch):
             m.d.sync += [getattr(self.counts, f).eq(getattr(head, f)) for f in ("m_m1", "m_one", "n_tiles")]
 
-        # Table rows in use: any queued or in-flight GEMM's [base, end), in three register stages: a
+        # Table rows in use: any queued or in-flight GEMM's [base, end), in four register stages: a
         # copy of `check_row` (dup_: near the compares, the register block's copy being near the
-        # core's table ports), each entry's two compares, then a flag per entry with its valid
-        # bit. So `row_busy` is three cycles late, and an entry written by a push is seen three
-        # cycles after the push request: its user, the register block, whose push request is a
-        # register a cycle after the DESC_PUSH write's strobe, commits table entries at least
-        # four cycles after any write's strobe (AXI4-Lite writes being serial), so after any
-        # push or change of `check_row`; entries leaving only make it stricter. (The AXI top's
-        # testbench commits at a push's heels.)
+        # core's table ports), each entry's two compares, a flag per entry with its valid bit,
+        # then their OR. So `row_busy` is four cycles late, and an entry written by a push is seen
+        # four cycles after the push request: its user, the register block, whose push request is
+        # a register a cycle after the DESC_PUSH write's strobe, commits table entries at least
+        # five cycles after any write's strobe (AXI4-Lite writes being serial, see
+        # hw.axi_top.WRITE_LATENCY), so after any push or change of `check_row`; entries leaving
+        # only make it stricter. (The AXI top's testbench commits at a push's heels.)
         check_row = Signal.like(self.check_row, name="dup_check_row", reset_less=True)
         m.d.sync += check_row.eq(self.check_row)
         entries = [(q_valid[i], rows[i].base, rows[i].end) for i in range(Q)]
@@ -171,7 +171,7 @@ class GemmScheduler(wiring.Component):
                      below.eq(Cat(check_row < end for _, _, end in entries))]
         flags = Signal(len(entries))
         m.d.sync += flags.eq(Cat(valid for valid, _, _ in entries) & above & below)
-        m.d.comb += self.row_busy.eq(flags.any())
+        m.d.sync += self.row_busy.eq(flags.any())
 
         # The running GEMM's settings (the core's inputs) and tile counts: the column tiles after
         # the next tile to be admitted in its row tile, and the row tiles after its row tile, each
@@ -180,7 +180,7 @@ class GemmScheduler(wiring.Component):
         m.d.comb += [self.k_steps.eq(cur.k), self.n_tiles.eq(cur.n_tiles), self.table_base.eq(cur.base)]
         m.d.comb += [getattr(self, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
         n_left, m_left = Signal.like(cur.n_m1), Signal(24)
-        n_zero, m_zero, n_is_1 = Signal(), Signal(), Signal()
+        n_zero, m_zero = Signal(), Signal()
         # (`final_tile` = n_zero & m_zero and `settle_one` = settle == 1, each a register of its own
         # made alongside, so the state machine reads one flip-flop for each)
         final_tile, settle_one = Signal(), Signal()
@@ -211,15 +211,19 @@ class GemmScheduler(wiring.Component):
                 m.d.sync += cur_bits[lo:lo + 32].eq(head_bits[lo:lo + 32])
         m.d.sync += [launch.eq(ending & may_launch),
                      *(we.eq(ending & may_launch & (f_tail == i)) for i, we in enumerate(f_we))]
+        # The array needs a tile's last step at least min_tile_steps (p) cycles after the previous
+        # tile's. The core pads after a short tile for the next tile of the same K; a GEMM with a
+        # smaller K (K < p - 6) must start later: its first step comes settle + 4 cycles after the
+        # last GEMM's last step, so settle >= p - 3 - K. (`settle_init`, the head's, a register a
+        # cycle behind `head`: current at a launch, which comes two cycles after `head` changes at
+        # the earliest, through `may_launch`.)
+        settle_init = Signal.like(settle)
+        init = self.SETTLE
+        for k in reversed(range(1, max(1, self.min_tile_steps - 3 - self.SETTLE))):
+            init = Mux(head.k == k, self.min_tile_steps - 3 - k, init)
+        m.d.sync += settle_init.eq(init)
         with m.If(launch):
-            m.d.sync += [settle.eq(self.SETTLE), first_settle.eq(1), settle_one.eq(0)]  # (SETTLE > 1)
-            # The array needs a tile's last step at least min_tile_steps (p) cycles after the
-            # previous tile's. The core pads after a short tile for the next tile of the same K; a
-            # GEMM with a smaller K (K < p - 6) must start later: its first step comes
-            # settle + 4 cycles after the last GEMM's last step, so settle >= p - 3 - K.
-            for k in range(1, max(1, self.min_tile_steps - 3 - self.SETTLE)):
-                with m.If(head.k == k):
-                    m.d.sync += settle.eq(self.min_tile_steps - 3 - k)
+            m.d.sync += [settle.eq(settle_init), first_settle.eq(1), settle_one.eq(0)]  # (SETTLE > 1)
         # The state, one-hot: IDLE, LAUNCH (`launch` itself), SETTLE, RUN (tiles to admit) and TAIL
         # (the last tile admitted, its last step to come), each a register whose next value is a
         # function of a few flip-flops (as an encoded state machine, its decode took four LUT
@@ -239,27 +243,53 @@ class GemmScheduler(wiring.Component):
                      tail.eq((last_admit | tail) & ~self.tile_end)]
         with m.If(settling):
             m.d.sync += [settle.eq(settle - 1), settle_one.eq(settle == 2), first_settle.eq(0)]
-        with m.If(first_settle):  # the tile counts, from `cur`
-            m.d.sync += [n_left.eq(cur.n_m1), m_left.eq(cur.m_m1), n_zero.eq(cur.n_one), m_zero.eq(cur.m_one),
-                         n_is_1.eq(cur.n_one), final_tile.eq(cur.n_one & cur.m_one)]
-        # (whether the counts are 1, registers a cycle behind them: current at each admit, tiles
-        # being admitted two cycles apart at least, and the counts loaded SETTLE cycles before;
-        # and the counts - 1 likewise, so an admit only selects registers)
-        n_left_is1, m_left_is1 = Signal(), Signal()
-        n_dec, m_dec = Signal.like(n_left), Signal.like(m_left)
-        m.d.sync += [n_left_is1.eq(n_left == 1), m_left_is1.eq(m_left == 1), n_dec.eq(n_left - 1),
-                     m_dec.eq(m_left - 1)]
+        # The tile counts change at each admit (tiles come two cycles apart at least) and once
+        # per GEMM when they are loaded from `cur` (`load`, in the second SETTLE cycle, `cur`
+        # being current from the first). The counts move by a decrement or a reload, with the
+        # core's `admit` in their enables only; their flags (zero, last tile) are computed a
+        # cycle ahead, from flags and `cur`, into registers (`nxt_*`: while running, the flags
+        # after the next admit; otherwise the GEMM's first), so an update of a flag only selects
+        # flip-flops. (After the last tile's admit the counts are not read again before
+        # the next load.)
+        load = Signal()
+        m.d.sync += load.eq(first_settle)
+        with m.If(load | (self.admit & n_zero)):
+            m.d.sync += n_left.eq(cur.n_m1)
+        with m.Elif(self.admit):
+            m.d.sync += n_left.eq(n_left - 1)
+        with m.If(load):
+            m.d.sync += m_left.eq(cur.m_m1)
+        with m.Elif(self.admit & n_zero):
+            m.d.sync += m_left.eq(m_left - 1)
+        # Whether each count is 1, flags kept with the counts: on a reload from `cur` (registers
+        # made from it, current since `cur` is), on a decrement from a register of the count
+        # being 2 (a cycle behind the count: current at the next admit, two cycles on at least)
+        n_is1, m_is1 = Signal(), Signal()
+        cur_n_is1, cur_m_is1, n_eq2, m_eq2 = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [cur_n_is1.eq(cur.n_m1 == 1), cur_m_is1.eq(cur.m_m1 == 1), n_eq2.eq(n_left == 2),
+                     m_eq2.eq(m_left == 2)]
+        with m.If(load | (self.admit & n_zero)):
+            m.d.sync += n_is1.eq(cur_n_is1)
+        with m.Elif(self.admit):
+            m.d.sync += n_is1.eq(n_eq2)
+        with m.If(load):
+            m.d.sync += m_is1.eq(cur_m_is1)
+        with m.Elif(self.admit & n_zero):
+            m.d.sync += m_is1.eq(m_eq2)
+        nxt_n_zero, nxt_m_zero, nxt_final = Signal(), Signal(), Signal()
+        with m.If(~running):
+            m.d.sync += [nxt_n_zero.eq(cur.n_one), nxt_m_zero.eq(cur.m_one), nxt_final.eq(cur.n_one & cur.m_one)]
+        with m.Elif(n_zero):  # the next row tile
+            m.d.sync += [nxt_n_zero.eq(cur.n_one), nxt_m_zero.eq(m_is1), nxt_final.eq(cur.n_one & m_is1)]
+        with m.Else():
+            m.d.sync += [nxt_n_zero.eq(n_is1), nxt_m_zero.eq(m_zero), nxt_final.eq(n_is1 & m_zero)]
+        with m.If(self.admit | load):
+            m.d.sync += [n_zero.eq(nxt_n_zero), m_zero.eq(nxt_m_zero), final_tile.eq(nxt_final)]
         with m.If(settling & settle_one):
             m.d.sync += self.hold.eq(0)
-        with m.If(self.admit & running):
-            with m.If(final_tile):
-                # (K = 1: the tile's first step is its last, and its tile_end comes with its admit)
-                m.d.sync += self.hold.eq(1)
-            with m.Elif(n_zero):
-                m.d.sync += [n_left.eq(cur.n_m1), n_zero.eq(n_is_1), m_left.eq(m_dec),
-                             m_zero.eq(m_left_is1), final_tile.eq(n_is_1 & m_left_is1)]
-            with m.Else():
-                m.d.sync += [n_left.eq(n_dec), n_zero.eq(n_left_is1), final_tile.eq(n_left_is1 & m_zero)]
+        with m.If(self.admit & running & final_tile):
+            # (K = 1: the tile's first step is its last, and its tile_end comes with its admit)
+            m.d.sync += self.hold.eq(1)
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
         return m
 
