@@ -8,9 +8,9 @@ on its last row and pulses ``done`` in the cycle after that row is transferred.
 
 The stream passes by: ``tvalid`` is ``res_valid`` and ``res_ready`` is ``tready``, so the
 result stream's handshake has no logic of the framer's in it, and the framer sees the
-transfers a cycle late, through one register (``take_d``, which may sit by the stream's ready
-and valid flip-flops: the framer's own logic is not on ``tready``'s net, which reaches every
-lane's output FIFO). Its counts describe the row after the last transfer it has seen, with
+transfers a cycle late, through registers (``take_d`` and a copy per group of counts, each of
+which may sit by what it feeds: the framer's own logic is not on ``tready``'s net, which reaches
+every lane's output FIFO). Its counts describe the row after the last transfer it has seen, with
 flags for that row and the one after being their GEMM's last (``z0``, ``z1``); ``tlast`` is
 ``z1`` when a transfer is in ``take_d`` (not yet counted) and ``z0`` otherwise, a multiplexer of
 flip-flops, stable while ``tvalid`` waits for ``tready``.
@@ -108,10 +108,16 @@ class ResultFramer(wiring.Component):
         i0, i1, i2 = Signal(), Signal(), Signal()
         m_left = Signal(24)
         m_zero, m_is1, m_is2 = Signal(), Signal(), Signal()
-        # (dup_: the core's output FIFOs register the same transfer, and Yosys would merge this
-        # register into theirs, by the FIFOs, away from here)
-        take, take_d = Signal(), Signal(name="dup_take_d")
-        m.d.sync += take_d.eq(take)
+        # The transfer registered, in one copy for TLAST and `done` and one per group of counts
+        # updated below (dup_take_d_*: each by its group, the route from the stream's flags to
+        # it having no logic after it; with one register, its route across the framer to the
+        # updates' LUTs was the routed worst path, 7.0 ns. dup_: the core's output FIFOs
+        # register the same transfer, and Yosys would merge these registers into theirs.)
+        take = Signal()
+        groups = ("out", "ring", "cur", "inner", "m", "z")
+        take_ds = {g: Signal(name=f"dup_take_d_{g}") for g in groups}
+        m.d.sync += [t.eq(take) for t in take_ds.values()]
+        take_d = take_ds["out"]
         # z0 = i0 & m_zero and (with two rows a tile or more) z1 = i1 & m_zero, registers kept
         # alongside the counts, so that TLAST and the updates below read one flip-flop for each
         z0, z1 = Signal(), Signal()
@@ -128,34 +134,46 @@ class ResultFramer(wiring.Component):
             m.d.comb += [self.tvalid.eq(self.res_valid), self.res_ready.eq(self.tready)]
         m.d.comb += take.eq(self.tvalid & self.tready)
 
-        # The updates, with the transfer register `take_d` outermost (it comes from by the FIFOs).
-        m.d.comb += pop.eq(Mux(take_d, z0, ~cur_valid) & nxt_valid)
+        # The updates, with the transfer registers outermost (they come from by the FIFOs).
+        # An empty framer loads the queue's head a cycle after it shows counts (`idle_load`, a
+        # register: no row comes then, a GEMM's first row following its counts by the core's
+        # latency); at a GEMM's last row the head is loaded whether or not it holds counts (only
+        # `cur_valid` says so), so the counts' next values do not depend on `nxt_valid`.
+        idle_load = Signal()
+        m.d.sync += idle_load.eq(~cur_valid & nxt_valid & ~idle_load)
+        m.d.comb += pop.eq(Mux(take_ds["ring"], z0 & nxt_valid, idle_load))
         z1_sync = R > 1
-
-        def load():
-            m.d.sync += [cur_valid.eq(1), cur.eq(nxt), inner.eq(nxt.r_m1), i0.eq(nxt.r_is0), i1.eq(nxt.r_is1),
-                         i2.eq(nxt.r_is2), m_left.eq(nxt.m_m1), m_zero.eq(nxt.m_zero), m_is1.eq(nxt.m_is1),
-                         m_is2.eq(nxt.m_is2), z0.eq(nxt.r_is0 & nxt.m_zero)]
-            if z1_sync:
-                m.d.sync += z1.eq(nxt.r_is1 & nxt.m_zero)
-
-        with m.If(take_d):
-            with m.If(z0):
-                with m.If(nxt_valid):
-                    load()
+        # Each case's assignments, by group: a GEMM's last row (load the next GEMM's counts), the
+        # last row of a row tile (the next row tile), any other row.
+        load = {"cur": [cur.eq(nxt)],
+                "inner": [inner.eq(nxt.r_m1), i0.eq(nxt.r_is0), i1.eq(nxt.r_is1), i2.eq(nxt.r_is2)],
+                "m": [m_left.eq(nxt.m_m1), m_zero.eq(nxt.m_zero), m_is1.eq(nxt.m_is1), m_is2.eq(nxt.m_is2)],
+                "z": [z0.eq(nxt.r_is0 & nxt.m_zero)] + ([z1.eq(nxt.r_is1 & nxt.m_zero)] if z1_sync else [])}
+        # (with two rows a tile or more, a row tile's last row comes two transfers after the
+        # last change of `m_left` at the earliest, so its compare may be a register behind it)
+        if R > 1:
+            m_eq3 = Signal()
+            m.d.sync += m_eq3.eq(m_left == 3)
+        else:
+            m_eq3 = m_left == 3
+        tile = {"inner": [inner.eq(cur.r_m1), i0.eq(cur.r_is0), i1.eq(cur.r_is1), i2.eq(cur.r_is2)],
+                "m": [m_left.eq(m_left - 1), m_zero.eq(m_is1), m_is1.eq(m_is2), m_is2.eq(m_eq3)],
+                "z": [z0.eq(cur.r_is0 & m_is1)] + ([z1.eq(cur.r_is1 & m_is1)] if z1_sync else [])}
+        row = {"inner": [inner.eq(inner - 1), i0.eq(i1), i1.eq(i2), i2.eq(inner == 3)],
+               "z": [z0.eq(i1 & m_zero)] + ([z1.eq(i2 & m_zero)] if z1_sync else [])}
+        for g in ("cur", "inner", "m", "z"):
+            with m.If(take_ds[g]):
+                with m.If(z0):
+                    m.d.sync += load[g]
+                    if g == "cur":
+                        m.d.sync += cur_valid.eq(nxt_valid)
+                with m.Elif(i0):
+                    m.d.sync += tile.get(g, [])
                 with m.Else():
-                    m.d.sync += cur_valid.eq(0)
-            with m.Elif(i0):  # the next row tile
-                m.d.sync += [inner.eq(cur.r_m1), i0.eq(cur.r_is0), i1.eq(cur.r_is1), i2.eq(cur.r_is2),
-                             m_left.eq(m_left - 1), m_zero.eq(m_is1), m_is1.eq(m_is2), m_is2.eq(m_left == 3),
-                             z0.eq(cur.r_is0 & m_is1)]
-                if z1_sync:
-                    m.d.sync += z1.eq(cur.r_is1 & m_is1)
-            with m.Else():
-                m.d.sync += [inner.eq(inner - 1), i0.eq(i1), i1.eq(i2), i2.eq(inner == 3), z0.eq(i1 & m_zero)]
-                if z1_sync:
-                    m.d.sync += z1.eq(i2 & m_zero)
-        with m.Elif(~cur_valid & nxt_valid):
-            load()
+                    m.d.sync += row.get(g, [])
+            with m.Elif(idle_load):
+                m.d.sync += load[g]
+                if g == "cur":
+                    m.d.sync += cur_valid.eq(1)
         return m
 
