@@ -155,9 +155,15 @@ class AxiAccelerator(wiring.Component):
         writable = [r for r in REGISTERS if r.access in ("rw", "wo", "w1c")]
         we = {r.name: Signal(name=f"dup_we_{r.name.lower()}") for r in writable}
         half = ADDR_WIDTH // 2
-        w_lo, w_hi = Signal(len(writable), name="w_match_lo"), Signal(len(writable), name="w_match_hi")
-        m.d.sync += [w_lo.eq(Cat(axil.w_addr[:half] == (r.offset & (1 << half) - 1) for r in writable)),
-                     w_hi.eq(Cat(axil.w_addr[half:] == r.offset >> half for r in writable))]
+
+        def half_matches(addr, offsets, name):
+            """Registers: each offset's compare with ``addr``'s low and high halves."""
+            lo, hi = (Signal(len(offsets), name=f"{name}_{part}") for part in ("lo", "hi"))
+            m.d.sync += [lo.eq(Cat(addr[:half] == (o & (1 << half) - 1) for o in offsets)),
+                         hi.eq(Cat(addr[half:] == o >> half for o in offsets))]
+            return lo, hi
+
+        w_lo, w_hi = half_matches(axil.w_addr, [r.offset for r in writable], "w_match")
         w_bad = Signal()
         m.d.sync += [sig.eq(axil.w_pre & w_lo[n] & w_hi[n]) for n, sig in enumerate(we.values())]
         m.d.sync += w_bad.eq(axil.w_pre & ~(w_lo & w_hi).any())
@@ -315,9 +321,9 @@ class AxiAccelerator(wiring.Component):
 
         def matches(addr, offsets, name):
             """Registers: each offset's match with ``addr``, from its two halves' compares a stage before."""
-            lo, hi, both = (Signal(len(offsets), name=f"{name}_{part}") for part in ("lo", "hi", "sel"))
-            m.d.sync += [lo.eq(Cat(addr[:half] == (o & (1 << half) - 1) for o in offsets)),
-                         hi.eq(Cat(addr[half:] == o >> half for o in offsets)), both.eq(lo & hi)]
+            lo, hi = half_matches(addr, offsets, name)
+            both = Signal(len(offsets), name=f"{name}_sel")
+            m.d.sync += both.eq(lo & hi)
             return both
 
         onehots = [matches(addrs[k], [readable[n].offset for n in g], f"dup_r_match{k}") for k, g in enumerate(groups)]

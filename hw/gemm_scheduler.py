@@ -253,29 +253,21 @@ class GemmScheduler(wiring.Component):
         # the next load.)
         load = Signal()
         m.d.sync += load.eq(first_settle)
-        with m.If(load | (self.admit & n_zero)):
-            m.d.sync += n_left.eq(cur.n_m1)
-        with m.Elif(self.admit):
-            m.d.sync += n_left.eq(n_left - 1)
-        with m.If(load):
-            m.d.sync += m_left.eq(cur.m_m1)
-        with m.Elif(self.admit & n_zero):
-            m.d.sync += m_left.eq(m_left - 1)
-        # Whether each count is 1, flags kept with the counts: on a reload from `cur` (registers
-        # made from it, current since `cur` is), on a decrement from a register of the count
-        # being 2 (a cycle behind the count: current at the next admit, two cycles on at least)
+        # (with each count, whether it is 1: on a reload from `cur`, a register made from it,
+        # current since `cur` is; on a decrement from a register of the count being 2, a cycle
+        # behind the count: current at the next admit, two cycles on at least)
         n_is1, m_is1 = Signal(), Signal()
         cur_n_is1, cur_m_is1, n_eq2, m_eq2 = Signal(), Signal(), Signal(), Signal()
         m.d.sync += [cur_n_is1.eq(cur.n_m1 == 1), cur_m_is1.eq(cur.m_m1 == 1), n_eq2.eq(n_left == 2),
                      m_eq2.eq(m_left == 2)]
         with m.If(load | (self.admit & n_zero)):
-            m.d.sync += n_is1.eq(cur_n_is1)
+            m.d.sync += [n_left.eq(cur.n_m1), n_is1.eq(cur_n_is1)]
         with m.Elif(self.admit):
-            m.d.sync += n_is1.eq(n_eq2)
+            m.d.sync += [n_left.eq(n_left - 1), n_is1.eq(n_eq2)]
         with m.If(load):
-            m.d.sync += m_is1.eq(cur_m_is1)
+            m.d.sync += [m_left.eq(cur.m_m1), m_is1.eq(cur_m_is1)]
         with m.Elif(self.admit & n_zero):
-            m.d.sync += m_is1.eq(m_eq2)
+            m.d.sync += [m_left.eq(m_left - 1), m_is1.eq(m_eq2)]
         nxt_n_zero, nxt_m_zero, nxt_final = Signal(), Signal(), Signal()
         with m.If(~running):
             m.d.sync += [nxt_n_zero.eq(cur.n_one), nxt_m_zero.eq(cur.m_one), nxt_final.eq(cur.n_one & cur.m_one)]
@@ -287,7 +279,7 @@ class GemmScheduler(wiring.Component):
             m.d.sync += [n_zero.eq(nxt_n_zero), m_zero.eq(nxt_m_zero), final_tile.eq(nxt_final)]
         with m.If(settling & settle_one):
             m.d.sync += self.hold.eq(0)
-        with m.If(self.admit & running & final_tile):
+        with m.If(last_admit):
             # (K = 1: the tile's first step is its last, and its tile_end comes with its admit)
             m.d.sync += self.hold.eq(1)
         m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
