@@ -46,7 +46,7 @@ from hw.axi_top import AxiAccelerator
 from hw.narrow_io import NarrowIO
 from hw.requantizer import RequantInput, Requantizer
 
-__all__ = ["BLOCKS", "TARGETS", "SynthError", "synthesize"]
+__all__ = ["BLOCKS", "TARGETS", "SynthError", "nextpnr_command", "synthesize"]
 
 # What is placed and routed: the accelerator (the default), or one of its blocks alone, to see
 # where timing stands block by block.
@@ -93,6 +93,11 @@ TARGETS = {
         # router2 with timing-driven rip-up: on the same ten placements of the 8x8 it routed at
         # 189.1-206.4 MHz (median 200.3) where plain router2 gave 175.5-203.5 (median 191.3).
         "router": "router2-tmg",
+        # Placer arguments by block (others: nextpnr's defaults). The AXI top: HeAP's timing weight
+        # at 100 (nextpnr's default 10). On the AXI top's netlist at 292c337 (seed 1, this router),
+        # weights 10, 30, 60 and 100 left 58, 18, 4 and 0 arcs failing 200 MHz: 185.8, 176.2, 190.4
+        # and 200.5 MHz (docs/fpga.md).
+        "placer": {"axi": ["--placer-heap-timingweight", "100"]},
         "ram": "distributed",
         "dsp": "ecp5",
         # (the black boxes of the primitives the ECP5 build instantiates: MULT18X18D, DP16KD)
@@ -348,20 +353,30 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
     return result, work
 
 
+def nextpnr_command(result, seed):
+    """The nextpnr command that places and routes ``top.json`` (in its folder) for the report so
+    far ``result`` of :func:`synthesize` with ``seed``: the target's arguments, the block's placer
+    arguments (``TARGETS[target]["placer"]``), the clock, seed and router."""
+    spec = TARGETS[result["target"]]
+    return [_tool(spec["nextpnr"][0]), *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(result["target_mhz"]),
+            "--seed", str(seed), *spec.get("placer", {}).get(result["block"], []), *ROUTERS[result["router"]],
+            "--timing-allow-fail", "--report", "report.json"]
+
+
 def _place_and_route(result, work, seed, log):
     """Place and route ``work/top.json`` with nextpnr (seed ``seed``) and add the routed figures to
     ``result`` (or ``fits`` False and the reason, if nextpnr could not place the design). Returns
     True if the placement failed in a way that another seed may avoid (see :func:`_placement_failure`)."""
     spec = TARGETS[result["target"]]
-    nextpnr, freq = _tool(spec["nextpnr"][0]), result["target_mhz"]
+    freq, placer = result["target_mhz"], spec.get("placer", {}).get(result["block"], [])
     name = config_name(result["target"], result["rows"], result["cols"], result["rounding"], result["block"])
     result["seed"] = seed
-    log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}, {result['router']}) ...")
+    result["placer_args"] = placer
+    log(f"[{name}] nextpnr place and route at {freq} MHz (seed {seed}, {result['router']}"
+        f"{', ' + ' '.join(placer) if placer else ''}) ...")
     t1 = time.monotonic()
     try:
-        _run([nextpnr, *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(freq),
-              "--seed", str(seed), *ROUTERS[result["router"]], "--timing-allow-fail", "--report", "report.json"],
-             work / "nextpnr.log", "nextpnr place and route", cwd=work)
+        _run(nextpnr_command(result, seed), work / "nextpnr.log", "nextpnr place and route", cwd=work)
     except SynthError:
         failure = _placement_failure(work / "nextpnr.log", seed)
         if failure is None:

@@ -9,7 +9,16 @@ import pytest
 
 from fpga import floorplan, synth
 from fpga.floorplan import ecp5_floorplan
-from fpga.synth import TARGETS, SynthError, check_verilog, format_seeds, format_table, seed_sweep, synthesize
+from fpga.synth import (
+    TARGETS,
+    SynthError,
+    check_verilog,
+    format_seeds,
+    format_table,
+    nextpnr_command,
+    seed_sweep,
+    synthesize,
+)
 from hw.accelerator import Accelerator
 from hw.narrow_io import NarrowIO
 
@@ -265,6 +274,19 @@ def test_seed_sweep(tmp_path):
         seed_sweep("ecp5", 1, 1, seeds=[1, 1], block="lane", out_dir=tmp_path)
     with pytest.raises(SynthError, match=r"jobs must be >= 1, got 0"):
         seed_sweep("ecp5", 1, 1, seeds=[1], jobs=0, block="lane", out_dir=tmp_path)
+
+
+def test_placer_arguments_by_block():
+    """The AXI top places with the ECP5 target's placer arguments for it; the core with nextpnr's defaults."""
+    def command(block):
+        return nextpnr_command({"target": "ecp5", "block": block, "target_mhz": 200, "router": "router2-tmg"}, 1)
+    axi, core = command("axi"), command("accelerator")
+    placer = TARGETS["ecp5"]["placer"]["axi"]
+    assert placer == ["--placer-heap-timingweight", "100"]
+    assert axi == core[:core.index("--router")] + placer + core[core.index("--router"):]
+    assert not any(arg.startswith("--placer") for arg in core)
+    assert " ".join(axi).endswith("--seed 1 --placer-heap-timingweight 100 --router router2 --router2-tmg-ripup "
+                                  "--timing-allow-fail --report report.json")
 
 
 def test_blocks_alone(tmp_path):
