@@ -353,13 +353,18 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
     return result, work
 
 
+def _placer_args(result):
+    """The placer arguments of ``result``'s target for its block (``TARGETS[target]["placer"]``)."""
+    return TARGETS[result["target"]].get("placer", {}).get(result["block"], [])
+
+
 def nextpnr_command(result, seed):
     """The nextpnr command that places and routes ``top.json`` (in its folder) for the report so
     far ``result`` of :func:`synthesize` with ``seed``: the target's arguments, the block's placer
     arguments (``TARGETS[target]["placer"]``), the clock, seed and router."""
     spec = TARGETS[result["target"]]
     return [_tool(spec["nextpnr"][0]), *spec["nextpnr"][1:], "--json", "top.json", "--freq", str(result["target_mhz"]),
-            "--seed", str(seed), *spec.get("placer", {}).get(result["block"], []), *ROUTERS[result["router"]],
+            "--seed", str(seed), *_placer_args(result), *ROUTERS[result["router"]],
             "--timing-allow-fail", "--report", "report.json"]
 
 
@@ -368,7 +373,7 @@ def _place_and_route(result, work, seed, log):
     ``result`` (or ``fits`` False and the reason, if nextpnr could not place the design). Returns
     True if the placement failed in a way that another seed may avoid (see :func:`_placement_failure`)."""
     spec = TARGETS[result["target"]]
-    freq, placer = result["target_mhz"], spec.get("placer", {}).get(result["block"], [])
+    freq, placer = result["target_mhz"], _placer_args(result)
     name = config_name(result["target"], result["rows"], result["cols"], result["rounding"], result["block"])
     result["seed"] = seed
     result["placer_args"] = placer
