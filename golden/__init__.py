@@ -38,6 +38,7 @@ from .kernels import (
     depthwise_conv_2d_kernel,
     fully_connected_kernel,
     max_pool_2d_kernel,
+    requantized_depthwise_gemm,
     requantized_gemm,
 )
 from .ops import (
@@ -91,6 +92,7 @@ __all__ = [
     "quantize_multiplier",
     "quantize_multiplier_smaller_than_one_exp",
     "quantize_weights_symmetric",
+    "requantized_depthwise_gemm",
     "requantized_gemm",
     "rounding_divide_by_pot",
     "saturating_rounding_doubling_high_mul",

@@ -37,6 +37,7 @@ __all__ = [
     "depthwise_conv_2d_kernel",
     "fully_connected_kernel",
     "max_pool_2d_kernel",
+    "requantized_depthwise_gemm",
     "requantized_gemm",
 ]
 
@@ -86,6 +87,32 @@ def requantized_gemm(lhs, rhs, bias, *, input_offset, output_multiplier, output_
         raise ValueError(f"lhs is [M, K] = {list(lhs.shape)} but rhs is [K, N] = {list(rhs.shape)}: K differs")
     return _gemm(lhs, rhs, bias, input_offset, output_multiplier, output_shift, output_offset,
                  quantized_activation_min, quantized_activation_max, rounding, return_stages)
+
+
+def requantized_depthwise_gemm(lhs, rhs, bias, *, input_offset, output_multiplier, output_shift, output_offset,
+                               quantized_activation_min=INT8_MIN, quantized_activation_max=INT8_MAX,
+                               rounding="double", return_stages=False):
+    """The array's depthwise mode: int8 ``lhs`` [M, K, N] (an activation per output channel) and int8
+    ``rhs`` [K, N], requantized per column.
+
+    ``out[m, n] = clamp(MBQM(sum_k lhs[m, k, n]*rhs[k, n] + bias[n] + input_offset*sum_k rhs[k, n],
+    M[n], shift[n]) + output_offset)``: a depthwise convolution's patches ``lhs[pixel, tap, channel]``
+    against its taps, one channel per column (int32 wrap-around, as a chain of int32 additions).
+    """
+    lhs = _activations("lhs", lhs, 3)
+    rhs = _weights(rhs, 2)
+    if lhs.shape[1:] != rhs.shape:
+        raise ValueError(f"lhs is [M, K, N] = {list(lhs.shape)} but rhs is [K, N] = {list(rhs.shape)}: "
+                         f"K or N differs")
+    n = rhs.shape[1]
+    bias = bias_param(bias, n)
+    input_offset, mult, shift, output_offset, act_min, act_max, rounding = _requant_params(
+        n, input_offset, output_multiplier, output_shift, output_offset, quantized_activation_min,
+        quantized_activation_max, rounding)
+    raw = wrap_int32(np.einsum("mkn,kn->mn", lhs.astype(np.int64), rhs.astype(np.int64)))
+    folded = staged.fold_bias(bias, rhs.sum(axis=0, dtype=np.int64), input_offset)
+    result = staged.requantize_stages(raw, folded, mult, shift, output_offset, act_min, act_max, rounding)
+    return result if return_stages else result.output
 
 
 def _gemm(lhs, rhs, bias, input_offset, output_multiplier, output_shift, output_offset, act_min, act_max,

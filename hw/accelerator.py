@@ -3,7 +3,7 @@
 Programming model (what a host does, in order; :mod:`sim.host` implements it):
 
 1. Set the per-layer inputs: ``k_steps`` (K >= 1), ``n_tiles`` (column tiles,
-   ceil(N / cols)), ``output_offset`` (output zero point), ``act_min``/``act_max`` and
+   ceil(N / cols)), ``depthwise`` (the mode, see 3), ``output_offset`` (output zero point), ``act_min``/``act_max`` and
    ``bypass``. They must stay stable while a layer runs, from at least three cycles before its
    first step (the accelerator keeps values derived from them in registers, some made from
    a registered copy: ``n_tiles`` reaches the column-tile wrap flag through three, so with
@@ -14,9 +14,14 @@ Programming model (what a host does, in order; :mod:`sim.host` implements it):
    ``multiplier``/``shift`` from QuantizeMultiplier. Always ready; one write per cycle, landing
    in the table three cycles after its transfer.
 3. Stream the tiles, row tile outer, column tile inner (``for mt: for nt: for k``): each
-   step is one transfer on ``act`` (``a[mt*rows + i][k]`` for i < rows, zero-padded) and
-   one on ``wts`` (``w[k][nt*cols + j]`` for j < cols, zero-padded); the two are consumed
-   together.
+   step is one transfer on ``act`` and one on ``wts`` (``w[k][nt*cols + j]`` for j < cols,
+   zero-padded); the two are consumed together. ``act`` is ``rows * cols`` bytes: in the GEMM
+   mode (``depthwise`` low) only elements 0 .. rows-1 count, ``a[mt*rows + i][k]`` (zero-padded),
+   which every cell of row i multiplies; in the depthwise mode element ``j*rows + i`` is cell
+   (i, j)'s own activation, ``a[mt*rows + i][k][nt*cols + j]`` for a GEMM whose A is [M, K, N]
+   (``out[m][n] = sum_k a[m][k][n] * w[k][n]``: a depthwise convolution's patches, channel by
+   channel). Only the inputs are read in the mode, so it may change from one GEMM to the next
+   like ``k_steps``.
 4. Read ``res``: per tile, ``rows`` transfers of ``cols`` int32 lanes (row i of the tile),
    each the int8 result sign-extended (or the int32 accumulator with ``bypass``).
 
@@ -98,7 +103,7 @@ class Accelerator(wiring.Component):
             raise ValueError(f"a {rows}x{cols} array needs an output FIFO of {self.fifo_depth} rows, more than "
                              f"one DP16KD ({DP16KD_DEPTH}) holds with dsp='ecp5'")
         super().__init__({
-            "act": In(stream.Signature(data.ArrayLayout(signed(8), rows))),
+            "act": In(stream.Signature(data.ArrayLayout(signed(8), rows * cols))),
             "wts": In(stream.Signature(data.ArrayLayout(signed(8), cols))),
             "cfg": In(stream.Signature(config_layout(cols, max_col_tiles))),
             "res": Out(stream.Signature(data.ArrayLayout(signed(32), cols))),
@@ -108,6 +113,7 @@ class Accelerator(wiring.Component):
             "act_min": In(signed(8)),
             "act_max": In(signed(8)),
             "bypass": In(1),
+            "depthwise": In(1),
             "table_base": In(range(max(max_col_tiles, 2))),
             "hold": In(1),
             "admit": Out(1),
@@ -301,5 +307,6 @@ class Accelerator(wiring.Component):
         tag_in = Signal.like(array.tag, reset_less=True)
         m.d.comb += [array.a.eq(a_in), array.w.eq(w_in), array.tag.eq(tag_in)]
         m.d.sync += [array.flags.valid.eq(seq.step), array.flags.last.eq(seq.last),
+                     array.flags.depthwise.eq(self.depthwise),
                      tag_in.eq(seq.tag), a_in.eq(self.act.payload), w_in.eq(self.wts.payload)]
         return m

@@ -20,6 +20,14 @@ register stages, then one adder per column makes the sums (the cells have one ad
 the accumulator's). The columns, which finish one cycle apart, are lined up by delay
 registers at the array's edge, and row i of a tile leaves whole ``i + cols + 8`` cycles
 after its last step.
+Depthwise steps (``flags.depthwise``, chosen per step, so per GEMM): each cell multiplies an
+activation of its own, ``rows * cols`` of them per step, with the same timing: cell (i, j)'s
+enters through ``i + j - 1`` registers of its own and its left neighbour's ``a_out`` register,
+which loads it in place of the row's activation. So cell (i, j) accumulates output pixel i of
+channel j over the taps, with channel j's weights flowing down column j as in a GEMM; the
+result rows, the read-out and the timing are a GEMM's. (Cost: the delay registers, ``sum(i + j
+- 1)`` bytes over the cells of columns 1 and up, and one 2:1 multiplexer per ``a_out`` bit.)
+
 Rows leave one per cycle, and a column's cells present on distinct cycles as long as tiles
 are ``max(rows, cols)`` steps apart. Consecutive tiles therefore overlap completely when
 ``K >= max(rows, cols)``; shorter tiles are padded with idle steps by the sequencer in
@@ -42,7 +50,9 @@ from .pipeline import delayed
 
 __all__ = ["MACCell", "StepFlags", "SystolicArray"]
 
-StepFlags = data.StructLayout({"valid": 1, "last": 1})
+StepFlags = data.StructLayout({"valid": 1, "last": 1, "depthwise": 1})
+# What waits for the product in a cell: the flags the accumulator needs.
+_AccFlags = data.StructLayout({"valid": 1, "last": 1})
 
 # The two parts of a MAC cell's 32-bit accumulator and read-out register that each take their
 # clear/enable from a register of their own, per DSP kind: split where the carry chain changes
@@ -61,9 +71,11 @@ class MACCell(wiring.Component):
     """One int8 x int8 multiply-accumulate cell with an int32 accumulator and a read-out register.
 
     ``a``/``w``/``flags`` are registered to ``a_out``/``w_out``/``flags_out`` for the neighbours
-    (latency 1). The product ``a * w`` comes from a :class:`~hw.multiplier.Multiplier` (operands
-    and product registered, then the product twice more in fabric: latency 4), while the flags
-    wait alongside; then, on a valid step, ``acc <- acc + product`` (int32 wrap). A valid
+    (latency 1); on a depthwise step (``flags.depthwise``) ``a_out`` takes ``a_dw`` instead, the
+    right-hand neighbour's own activation for the same step. The product ``a * w`` comes from a
+    :class:`~hw.multiplier.Multiplier` (operands and product registered, then the product twice more
+    in fabric: latency 4), while the flags wait alongside; then, on a valid step, ``acc <- acc +
+    product`` (int32 wrap). A valid
     ``last`` step clears ``acc`` (so ``acc`` is zero before every tile's first step, as after
     reset; ``first`` is not needed) and loads ``acc`` (the sum before this product) into
     ``out`` and the product into ``out_last``, which are zero in every other cycle: the tile's
@@ -73,6 +85,7 @@ class MACCell(wiring.Component):
     """
 
     a: In(signed(8))
+    a_dw: In(signed(8))
     w: In(signed(8))
     flags: In(StepFlags)
     a_out: Out(signed(8))
@@ -107,11 +120,12 @@ class MACCell(wiring.Component):
         # first delay, `acc_clear`/`acc_enable` below the last.
         flags_out = Signal(StepFlags, name="dup_flags_out")
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.flags_out.eq(flags_out)]
-        m.d.sync += [a_out.eq(self.a), w_out.eq(self.w), flags_out.eq(self.flags)]
+        m.d.sync += [a_out.eq(Mux(self.flags.depthwise, self.a_dw, self.a)), w_out.eq(self.w),
+                     flags_out.eq(self.flags)]
         flags = flags_out
         for n in range(1, self._MUL_LATENCY - 2):
-            delayed = Signal(StepFlags, name=f"dup_flags_m{n + 1}")
-            m.d.sync += delayed.eq(flags)
+            delayed = Signal(_AccFlags, name=f"dup_flags_m{n + 1}")
+            m.d.sync += [delayed.valid.eq(flags.valid), delayed.last.eq(flags.last)]
             flags = delayed
         # The last delay holds "valid" and "valid and last", so each control register below
         # copies (or inverts) one of them: no AND shared by all of them in front (ABC made it a
@@ -157,8 +171,11 @@ class SystolicArray(wiring.Component):
 
     Members
     -------
-    a : In(ArrayLayout(signed(8), rows)); w : In(ArrayLayout(signed(8), cols)); flags : In(StepFlags)
-        The step presented in a cycle (``flags.valid`` low for an idle cycle).
+    a : In(ArrayLayout(signed(8), rows * cols)); w : In(ArrayLayout(signed(8), cols)); flags : In(StepFlags)
+        The step presented in a cycle (``flags.valid`` low for an idle cycle). ``a[i]`` is row i's
+        activation, which every cell of the row multiplies; on a depthwise step
+        (``flags.depthwise``) cell (i, j) multiplies ``a[j * rows + i]`` instead (for j = 0 the
+        same element).
     tag : In(tag_width)
         Carried to the row read-out: a tile's rows carry the tag presented with its last step
         (``flags.last``); the accelerator passes the column-tile index.
@@ -174,7 +191,7 @@ class SystolicArray(wiring.Component):
                 raise ValueError(f"{name} must be an integer >= 1, got {v!r}")
         self.rows, self.cols, self.tag_width, self._dsp = rows, cols, tag_width, dsp
         super().__init__({
-            "a": In(data.ArrayLayout(signed(8), rows)),
+            "a": In(data.ArrayLayout(signed(8), rows * cols)),
             "w": In(data.ArrayLayout(signed(8), cols)),
             "flags": In(StepFlags),
             "tag": In(tag_width),
@@ -207,6 +224,11 @@ class SystolicArray(wiring.Component):
                                  cell.flags.eq(delayed(m, self.flags, i, f"flags_skew{i}_d"))]
                 else:
                     m.d.comb += [cell.a.eq(cells[i][j - 1].a_out), cell.flags.eq(cells[i][j - 1].flags_out)]
+                    # Depthwise: cell (i, j) sees step s at cycle s + i + j through its left
+                    # neighbour's a_out register, which then loads this cell's own activation,
+                    # i + j - 1 cycles after the step entered.
+                    m.d.comb += cells[i][j - 1].a_dw.eq(
+                        delayed(m, self.a[j * R + i], i + j - 1, f"a_dw{i}_{j}_d", reset_less=True))
                 if i == 0:
                     m.d.comb += cell.w.eq(delayed(m, self.w[j], j, f"w_skew{j}_d", reset_less=True))
                 else:

@@ -5,8 +5,9 @@ names them ``aclk`` and ``aresetn``, active low):
 
 - ``s_axil_*``: AXI4-Lite slave, 32-bit data, 12-bit addresses, the register map of
   :mod:`hw.registers` (docs/registers.md);
-- ``s_axis_act_*``: AXI4-Stream slave, TDATA ``rows`` bytes: one step's activations, lane i in
-  byte i (int8); TLAST on the last step of each GEMM;
+- ``s_axis_act_*``: AXI4-Stream slave, TDATA ``rows * cols`` bytes: one step's activations (int8),
+  row i's in byte i for a GEMM (the other bytes ignored), cell (i, j)'s in byte ``j * rows + i`` for
+  a depthwise GEMM (DESC_MODE); TLAST on the last step of each GEMM;
 - ``s_axis_wts_*``: AXI4-Stream slave, TDATA ``cols`` bytes: one step's weights, lane j in byte j;
   TLAST likewise. A step is one transfer on each; the two streams are taken together (TREADY of
   each waits for the other's TVALID, which AXI4-Stream allows a slave to do);
@@ -63,7 +64,7 @@ class AxiAccelerator(wiring.Component):
         self.queue_depth, self.flight_depth = queue_depth, flight_depth
         super().__init__({
             **axi_lite_members(ADDR_WIDTH),
-            "s_axis_act_tdata": In(8 * rows), "s_axis_act_tvalid": In(1), "s_axis_act_tready": Out(1),
+            "s_axis_act_tdata": In(8 * rows * cols), "s_axis_act_tvalid": In(1), "s_axis_act_tready": Out(1),
             "s_axis_act_tlast": In(1),
             "s_axis_wts_tdata": In(8 * cols), "s_axis_wts_tvalid": In(1), "s_axis_wts_tready": Out(1),
             "s_axis_wts_tlast": In(1),
@@ -104,7 +105,8 @@ class AxiAccelerator(wiring.Component):
         ]
         # The running GEMM's settings, from the scheduler.
         m.d.comb += [getattr(core, f).eq(getattr(sched, f)) for f in
-                     ("k_steps", "n_tiles", "table_base", "output_offset", "act_min", "act_max", "bypass", "hold")]
+                     ("k_steps", "n_tiles", "table_base", "depthwise", "output_offset", "act_min", "act_max",
+                      "bypass", "hold")]
         m.d.comb += [sched.admit.eq(core.admit), sched.tile_end.eq(core.tile_end)]
 
         # A step, with the streams' TLAST, through two registers: checked against whether it was its
@@ -134,7 +136,7 @@ class AxiAccelerator(wiring.Component):
         irq_done = Signal()
         irq_enable = Signal(2)
         staged = {name: Signal(32, name=f"staged_{name.lower()}") for name in
-                  ("DESC_K", "DESC_N_TILES", "DESC_M_TILES", "DESC_TABLE_BASE", "DESC_OUTPUT",
+                  ("DESC_K", "DESC_N_TILES", "DESC_M_TILES", "DESC_TABLE_BASE", "DESC_OUTPUT", "DESC_MODE",
                    "TABLE_INDEX", "TABLE_BIAS", "TABLE_MULTIPLIER")}
 
         def field(name, fname):
@@ -207,6 +209,7 @@ class AxiAccelerator(wiring.Component):
         m.d.comb += [desc.k.eq(k), desc.n_tiles.eq(n), desc.base.eq(base), desc.end.eq(end),
                      *(getattr(desc, f).eq(v) for f, v in counts.items())]
         m.d.comb += [getattr(desc, f).eq(v) for f, v in out.items()]
+        m.d.comb += desc.depthwise.eq(field("DESC_MODE", "DEPTHWISE"))
         lane, row = field("TABLE_INDEX", "LANE"), field("TABLE_INDEX", "ROW")
         m.d.comb += sched.check_row.eq(row)
 

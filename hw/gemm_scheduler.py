@@ -1,14 +1,15 @@
 """The GEMM scheduler of the AXI top: a descriptor queue, and the launch of each GEMM on the core.
 
 A *descriptor* (:func:`descriptor_layout`) is one GEMM's settings: K, column and row tiles, table
-base and the output stage. Descriptors wait in a queue of ``queue_depth``; the scheduler takes the
-head, drives the core's per-GEMM inputs from it (held stable for the whole GEMM: no timing
-contract is left to the host) and counts the GEMM's tiles as the core admits them. When the last
-tile is admitted it holds further tiles off (:attr:`hw.sequencer.Sequencer.hold`), and after that
+base, the array's mode (GEMM or depthwise, see :mod:`hw.array`) and the output stage. Descriptors
+wait in a queue of ``queue_depth``; the scheduler takes the head, drives the core's per-GEMM inputs
+from it (held stable for the whole GEMM: no timing contract is left to the host) and counts the
+GEMM's tiles as the core admits them. When the last tile is admitted it holds further tiles off
+(:attr:`hw.sequencer.Sequencer.hold`), and after that
 tile's last step it launches the next GEMM:
 
 - at once if the next GEMM's output stage (zero point, bounds, bypass) equals the running one's:
-  only K, the tiles and the table base change, which the core reads at its input, so the new GEMM's
+  only K, the tiles, the table base and the mode change, which the core reads at its input, so the new GEMM's
   first step follows the last one's by :attr:`GemmScheduler.GAP` cycles and the pipeline is not
   drained (the GEMMs of one layer);
 - otherwise once every result row of the GEMMs in flight has been transferred, since the output
@@ -47,7 +48,7 @@ def descriptor_layout(max_col_tiles=64):
     row = range(max(max_col_tiles, 2))
     tiles = range(max_col_tiles + 1)
     return data.StructLayout({
-        "k": 24, "n_tiles": tiles, "base": row, "end": tiles,
+        "k": 24, "n_tiles": tiles, "base": row, "end": tiles, "depthwise": 1,
         "m_m1": 24, "n_m1": row, "m_one": 1, "n_one": 1,
         "output_offset": signed(8), "act_min": signed(8), "act_max": signed(8), "bypass": 1,
     })
@@ -86,7 +87,7 @@ class GemmScheduler(wiring.Component):
             "push": In(1), "desc": In(Desc), "full": Out(1),
             "queued": Out(range(queue_depth + 1)), "in_flight": Out(range(flight_depth + 1)),
             "active": Out(1), "busy": Out(1),
-            "k_steps": Out(k_width), "n_tiles": Out(range(max_col_tiles + 1)),
+            "k_steps": Out(k_width), "n_tiles": Out(range(max_col_tiles + 1)), "depthwise": Out(1),
             "table_base": Out(range(max(max_col_tiles, 2))),
             "output_offset": Out(signed(8)), "act_min": Out(signed(8)), "act_max": Out(signed(8)), "bypass": Out(1),
             "hold": Out(1, init=1),
@@ -177,7 +178,8 @@ class GemmScheduler(wiring.Component):
         # the next tile to be admitted in its row tile, and the row tiles after its row tile, each
         # with a register flagging zero (so the last tile is known from two flip-flops).
         cur = Signal(Desc)
-        m.d.comb += [self.k_steps.eq(cur.k), self.n_tiles.eq(cur.n_tiles), self.table_base.eq(cur.base)]
+        m.d.comb += [self.k_steps.eq(cur.k), self.n_tiles.eq(cur.n_tiles), self.table_base.eq(cur.base),
+                     self.depthwise.eq(cur.depthwise)]
         m.d.comb += [getattr(self, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
         n_left, m_left = Signal.like(cur.n_m1), Signal(24)
         n_zero, m_zero = Signal(), Signal()

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 __all__ = ["ERROR_BITS", "ID_MAGIC", "REGISTERS", "VERSION", "Field", "Register", "c_header", "markdown", "reg"]
 
 ID_MAGIC = 0x49385341  # "I8SA" in ASCII
-VERSION = (1, 0)
+VERSION = (1, 1)
 
 
 @dataclass(frozen=True)
@@ -111,6 +111,10 @@ REGISTERS = (
         _f("BYPASS", 24, 1, "1: stream the int32 accumulator (bias included) instead of the int8 result"))),
     Register("DESC_PUSH", 0x054, "wo", "Write any value: check the staged descriptor and queue it, or "
              "refuse it and set an ERROR bit."),
+    Register("DESC_MODE", 0x058, "rw", "Next descriptor: how the array takes its activations.", (
+        _f("DEPTHWISE", 0, 1, "0: GEMM, each step's s_axis_act bytes 0 .. ROWS-1 are the rows' activations, "
+           "broadcast along each row; 1: depthwise, byte j*ROWS + i is cell (i, j)'s own activation "
+           "(output pixel i, channel j: a depthwise convolution's patches)"),)),
     Register("TABLE_INDEX", 0x060, "rw", "Table entry the next TABLE_SHIFT write commits; moves to the "
              "next lane (then the next row) after each commit.", (
         _f("LANE", 0, 8, "lane: output channel n sits in lane n % COLS"),

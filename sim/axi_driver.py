@@ -47,8 +47,12 @@ def _pack_fields(name, **values):
 
 
 class AxiDriver:
-    def __init__(self, dut, rows, cols):
+    def __init__(self, dut, rows, cols, seed=1):
         self.dut, self.rows, self.cols = dut, rows, cols
+        # one step on s_axis_act: rows * cols bytes (a GEMM uses the first rows)
+        self.act_step_bytes = rows * cols
+        # fills a GEMM's unused s_axis_act bytes, which the accelerator must ignore
+        self._noise = np.random.default_rng(seed)
         clk, rst = dut.aclk, dut.aresetn
         self.axil = AxiLiteMaster(AxiLiteBus.from_prefix(dut, "s_axil"), clk, rst, reset_active_level=False)
         self.act = AxiStreamSource(AxiStreamBus.from_prefix(dut, "s_axis_act"), clk, rst, reset_active_level=False)
@@ -117,7 +121,7 @@ class AxiDriver:
     def descriptor(self, problem, base):
         m_tiles, n_tiles = problem.tiles(self.rows, self.cols)
         return {"DESC_K": problem.shape[1], "DESC_N_TILES": n_tiles, "DESC_M_TILES": m_tiles,
-                "DESC_TABLE_BASE": base,
+                "DESC_TABLE_BASE": base, "DESC_MODE": _pack_fields("DESC_MODE", depthwise=int(problem.depthwise)),
                 "DESC_OUTPUT": _pack_fields("DESC_OUTPUT", output_offset=problem.output_offset,
                                             act_min=problem.act_min, act_max=problem.act_max,
                                             bypass=int(problem.bypass))}
@@ -141,9 +145,14 @@ class AxiDriver:
 
     # streams
     def step_frames(self, problem):
-        """The activation and weight frames of a GEMM: one transfer per step, TLAST on the last."""
+        """The activation and weight frames of a GEMM: one transfer per step, TLAST on the last. A
+        GEMM-mode step's activation bytes past the first ``rows`` are random: they must be ignored."""
         steps = list(problem.steps(self.rows, self.cols))
-        a = np.array([s[0] for s in steps], np.int64).astype(np.int8).tobytes()
+        a = np.array([s[0] for s in steps], np.int64).astype(np.int8)
+        if a.shape[1] < self.act_step_bytes:
+            pad = self._noise.integers(-128, 128, (len(steps), self.act_step_bytes - a.shape[1])).astype(np.int8)
+            a = np.concatenate([a, pad], axis=1)
+        a = a.tobytes()
         w = np.array([s[1] for s in steps], np.int64).astype(np.int8).tobytes()
         return AxiStreamFrame(a), AxiStreamFrame(w)
 

@@ -9,6 +9,9 @@ The model (:data:`MODEL`) is three groups of coverpoints, each a list of named b
   the two rounding builds;
 * ``array``: K classes, raw sums beyond 2^30 and wrapping int32, M and N not multiples of the
   array, one and many column tiles, the tables full, tiles back to back at the shortest period;
+  both modes (GEMM and depthwise), the depthwise GEMMs' K classes and partial and many column
+  tiles, and a GEMM of either mode following one of the other through the AXI top's queue before
+  the first one's results are out (sampled by the AXI top's testbench, :func:`sample_mode_switches`);
 * ``flow``: inputs held off by credit (output FIFO full), backpressure on ``res`` while the
   FIFO drains, idle gaps on each input alone, a reset mid-stream.
 
@@ -34,7 +37,7 @@ import numpy as np
 from golden.fixedpoint import INT32_MAX, INT32_MIN, rounding_divide_by_pot, saturating_rounding_doubling_high_mul
 from golden.fixedpoint import wrap_int32_in_int64 as _wrap32
 
-__all__ = ["MODEL", "Monitor", "classify", "export", "merge", "table", "unhit"]
+__all__ = ["MODEL", "Monitor", "classify", "export", "merge", "sample_mode_switches", "table", "unhit"]
 
 
 def _tie_labels_double():
@@ -68,6 +71,10 @@ MODEL = {
         "partial_tiles": ["M not a multiple of rows", "N not a multiple of cols"],
         "column_tiles": ["one", "many", "tables full (max_col_tiles)"],
         "tile_period": ["back to back at the shortest period"],
+        "mode": ["GEMM", "depthwise"],
+        "depthwise_shape": ["K = 1", "1 < K < max(rows, cols)", "K >= max(rows, cols)", "N not a multiple of cols",
+                            "many column tiles"],
+        "mode_switch": ["GEMM then depthwise, not drained", "depthwise then GEMM, not drained"],
     },
     "flow": {
         "holdoff": ["inputs held off by credit (output FIFO full)"],
@@ -222,9 +229,20 @@ class Monitor:
                 labels.add(label)
         sample("array", "k_steps", labels)
         tiles = len(self.acts) // k
-        a = _lanes(self.acts, R).astype(np.int64).reshape(tiles, k, R)
+        depthwise = bool(regs.get("depthwise"))
+        sample("array", "mode", {"depthwise" if depthwise else "GEMM"})
+        if depthwise:
+            sample("array", "depthwise_shape", {label for label, hit in (
+                ("K = 1", k == 1), ("1 < K < max(rows, cols)", 1 < k < big), ("K >= max(rows, cols)", k >= big),
+                ("N not a multiple of cols", n % C != 0), ("many column tiles", n_tiles > 1)) if hit})
+        # (act carries rows * cols bytes: a GEMM's rows activations, then bytes the core ignores)
+        a = _lanes(self.acts, R * C).astype(np.int64)
         w = _lanes(self.wts, C).astype(np.int64).reshape(tiles, k, C)
-        raw = np.einsum("tkr,tkc->trc", a, w)        # exact: int64 holds any 24-bit K of int8 products
+        # exact: int64 holds any 24-bit K of int8 products
+        if depthwise:                                # cell (i, j)'s activation in byte j * rows + i
+            raw = np.einsum("tkcr,tkc->trc", a.reshape(tiles, k, C, R), w)
+        else:
+            raw = np.einsum("tkr,tkc->trc", a[:, :R].reshape(tiles, k, R), w)
         wraps = ((raw < INT32_MIN) | (raw > INT32_MAX)).any()
         sample("array", "raw_sum", {label for label, hit in (("|sum| >= 2^30", (np.abs(raw) >= 2**30).any()),
                                                              ("wraps int32", wraps)) if hit})
@@ -249,6 +267,18 @@ class Monitor:
                         regs["act_max"], self.rounding)
         for point, point_labels in hits.items():
             sample("requantizer", point, point_labels)
+
+
+def sample_mode_switches(modes, first_steps, last_results):
+    """The ``mode_switch`` bins from a run of GEMMs in stream order: each one's mode (True for
+    depthwise), the cycle of its first step and of its last result. A switch counts when a GEMM's
+    first step comes before the previous GEMM's last result (the pipeline not drained)."""
+    labels = set()
+    for i in range(1, len(modes)):
+        if modes[i] != modes[i - 1] and first_steps[i] < last_results[i - 1]:
+            labels.add("depthwise then GEMM, not drained" if modes[i - 1] else "GEMM then depthwise, not drained")
+    sample("array", "mode_switch", labels)
+    return labels
 
 
 def export(stem):

@@ -11,14 +11,19 @@ import dataclasses
 import numpy as np
 
 from golden import staged
-from golden.kernels import requantized_gemm
+from golden.kernels import requantized_depthwise_gemm, requantized_gemm
 
 __all__ = ["GemmProblem"]
 
 
 @dataclasses.dataclass
 class GemmProblem:
-    """int8 ``lhs`` [M, K] x int8 ``rhs`` [K, N] with TFLite requantization parameters."""
+    """int8 ``lhs`` [M, K] x int8 ``rhs`` [K, N] with TFLite requantization parameters.
+
+    With ``depthwise`` the problem is for the array's depthwise mode: ``lhs`` is [M, K, N], an
+    activation per output channel, and ``out[m, n] = sum_k lhs[m, k, n] * rhs[k, n]`` (then
+    requantized as a GEMM's): a depthwise convolution's patches against its taps.
+    """
 
     lhs: np.ndarray
     rhs: np.ndarray
@@ -31,6 +36,13 @@ class GemmProblem:
     act_max: int = 127
     rounding: str = "double"
     bypass: bool = False
+    depthwise: bool = False
+
+    def __post_init__(self):
+        want = 3 if self.depthwise else 2
+        if np.ndim(self.lhs) != want:
+            raise ValueError(f"a {'depthwise' if self.depthwise else 'GEMM'}-mode problem's lhs is "
+                             f"{'[M, K, N]' if self.depthwise else '[M, K]'}, got shape {list(np.shape(self.lhs))}")
 
     @property
     def shape(self):
@@ -38,10 +50,11 @@ class GemmProblem:
 
     def expected(self):
         """The golden model's answer: int8 results, or the int32 accumulators in bypass."""
-        st = requantized_gemm(self.lhs, self.rhs, self.bias, input_offset=self.input_offset,
-                              output_multiplier=self.output_multiplier, output_shift=self.output_shift,
-                              output_offset=self.output_offset, quantized_activation_min=self.act_min,
-                              quantized_activation_max=self.act_max, rounding=self.rounding, return_stages=True)
+        gemm = requantized_depthwise_gemm if self.depthwise else requantized_gemm
+        st = gemm(self.lhs, self.rhs, self.bias, input_offset=self.input_offset,
+                  output_multiplier=self.output_multiplier, output_shift=self.output_shift,
+                  output_offset=self.output_offset, quantized_activation_min=self.act_min,
+                  quantized_activation_max=self.act_max, rounding=self.rounding, return_stages=True)
         return (st.acc if self.bypass else st.output).astype(np.int64), st
 
     def folded_bias(self):
@@ -63,7 +76,8 @@ class GemmProblem:
 
     def layer_registers(self, rows, cols):
         return {"k_steps": self.shape[1], "n_tiles": self.tiles(rows, cols)[1], "output_offset": self.output_offset,
-                "act_min": self.act_min, "act_max": self.act_max, "bypass": int(self.bypass)}
+                "act_min": self.act_min, "act_max": self.act_max, "bypass": int(self.bypass),
+                "depthwise": int(self.depthwise)}
 
     def table_writes(self, rows, cols):
         """(addr, lane, bias, multiplier, shift) per output channel, padded channels zero."""
@@ -78,13 +92,26 @@ class GemmProblem:
         return [(c // cols, c % cols, int(folded[c]), int(mult[c]), int(shift[c])) for c in range(n_pad)]
 
     def steps(self, rows, cols):
-        """Yield (a_column[rows], w_row[cols]) for every step, row tile outer, column tile inner."""
+        """Yield (act, w_row[cols]) for every step, row tile outer, column tile inner: ``act`` is the
+        row tile's column of A (``rows`` values) or, in the depthwise mode, every cell's activation
+        (``rows * cols`` values, cell (i, j)'s at ``j * rows + i``)."""
         m, k, n = self.shape
         mt, nt = self.tiles(rows, cols)
-        a = np.zeros((mt * rows, k), np.int64)
-        a[:m] = self.lhs
         w = np.zeros((k, nt * cols), np.int64)
         w[:, :n] = self.rhs
+        if self.depthwise:
+            a = np.zeros((mt * rows, k, nt * cols), np.int64)
+            a[:m, :, :n] = self.lhs
+            for ti in range(mt):
+                for tj in range(nt):
+                    # [k][j * rows + i]
+                    block = a[ti * rows:(ti + 1) * rows, :, tj * cols:(tj + 1) * cols].transpose(1, 2, 0)
+                    block = block.reshape(k, cols * rows)
+                    for kk in range(k):
+                        yield block[kk].tolist(), w[kk, tj * cols:(tj + 1) * cols].tolist()
+            return
+        a = np.zeros((mt * rows, k), np.int64)
+        a[:m] = self.lhs
         for ti in range(mt):
             for tj in range(nt):
                 for kk in range(k):

@@ -11,14 +11,24 @@ see :meth:`GemmProblem.folded_bias`); the array only sees raw int8 values.
 * CONV_2D: im2col of the NHWC input (padding filled with the input zero point, stride,
   dilation, SAME/VALID exactly as TFLite computes them) -> ``[B*OH*OW, KH*KW*Cin]`` times
   the OHWI weights reshaped to ``[KH*KW*Cin, Cout]``.
-* DEPTHWISE_CONV_2D: the array broadcasts each activation along a row of ``cols`` cells,
-  but every depthwise output channel needs its own input channel, so at most
-  ``depth_multiplier`` columns can share an activation. Output channels are taken
-  ``cols`` at a time; each group is a GEMM whose K runs over (tap, input channel of the
-  group) and whose weight matrix is block-diagonal (zero where the input channel does not
-  feed the output channel). Utilization is therefore bounded by ``depth_multiplier /
-  cols`` (times the row fill); zero-point padding still cancels exactly because the
-  folded bias uses the same block-diagonal weights.
+* DEPTHWISE_CONV_2D: every depthwise output channel needs its own input channel, so in the
+  GEMM mode (which broadcasts each activation along a row of ``cols`` cells) at most
+  ``depth_multiplier`` columns can share an activation. Two mappings:
+
+  - *depthwise mode* (:class:`GemmProblem` with ``depthwise``): one problem, ``lhs[pixel, tap,
+    o] = patch[pixel, tap, o // depth_multiplier]`` ([M, KH*KW, Cout]) against the taps
+    ``[KH*KW, Cout]``: cell (i, j) accumulates pixel i of channel j over the taps, so the array is
+    full whatever the depth multiplier (each step carries ``rows * cols`` activations);
+  - *block-diagonal GEMMs*: output channels ``cols`` at a time, K over (tap, input channel of
+    the group), the weights zero where the input channel does not feed the output channel:
+    bounded by ``depth_multiplier / cols`` (times the row fill), but a step carries ``rows``
+    activations.
+
+  :func:`map_layer` takes the one with fewer cycles by :meth:`hw.accelerator.Accelerator.cycles`
+  (each GEMM at full rate), and the block-diagonal GEMMs on a tie: they tie only when every group
+  of ``cols`` output channels reads one input channel (the depth multiplier a multiple of
+  ``cols``), and then stream ``cols`` times fewer activation bytes. Zero-point padding cancels
+  exactly in both, since the folded bias sums the same weights the array multiplies.
 
 Problems wider than the accelerator's per-channel tables (``max_n``) are split along N.
 """
@@ -28,10 +38,11 @@ import dataclasses
 import numpy as np
 
 from golden import staged
+from hw.accelerator import Accelerator
 
 from .host import GemmProblem
 
-__all__ = ["MappedLayer", "map_layer"]
+__all__ = ["MappedLayer", "gemm_cycles", "map_layer"]
 
 
 @dataclasses.dataclass
@@ -50,7 +61,7 @@ def _per_channel(value, channels):
     return v[channels] if v.ndim else np.full(len(channels), int(v))
 
 
-def _problem(lhs, rhs, bias, params, channels):
+def _problem(lhs, rhs, bias, params, channels, depthwise=False):
     b = np.zeros(len(channels), np.int32) if bias is None else np.asarray(bias, np.int32)[channels]
     return GemmProblem(np.ascontiguousarray(lhs, np.int8), np.ascontiguousarray(rhs, np.int8), b,
                        input_offset=int(params["input_offset"]),
@@ -58,7 +69,8 @@ def _problem(lhs, rhs, bias, params, channels):
                        output_shift=_per_channel(params["output_shift"], channels),
                        output_offset=int(params["output_offset"]),
                        act_min=int(params["quantized_activation_min"]),
-                       act_max=int(params["quantized_activation_max"]), rounding=params["rounding"])
+                       act_max=int(params["quantized_activation_max"]), rounding=params["rounding"],
+                       depthwise=depthwise)
 
 
 def _split_n(lhs, rhs, bias, params, max_n):
@@ -68,8 +80,13 @@ def _split_n(lhs, rhs, bias, params, max_n):
     return [_problem(lhs, rhs[:, c], bias, params, c) for c in chunks]
 
 
-def map_layer(layer, rows, cols, max_n):
-    """GEMM problems for ``layer`` on a ``rows x cols`` array whose tables hold ``max_n`` channels."""
+def map_layer(layer, rows, cols, max_n, depthwise="auto"):
+    """GEMM problems for ``layer`` on a ``rows x cols`` array whose tables hold ``max_n`` channels.
+
+    ``depthwise`` (DEPTHWISE_CONV_2D only): "auto" (the faster mapping, see the module docstring),
+    "depthwise" (the array's depthwise mode) or "gemm" (block-diagonal GEMMs)."""
+    if depthwise not in ("auto", "depthwise", "gemm"):
+        raise ValueError(f"depthwise must be 'auto', 'depthwise' or 'gemm', got {depthwise!r}")
     if layer.kind == "FULLY_CONNECTED":
         problems = _split_n(layer.input, layer.weights.T, layer.bias, layer.params, max_n)
         return MappedLayer(problems, layer.output_shape)
@@ -83,21 +100,38 @@ def map_layer(layer, rows, cols, max_n):
         cout = layer.weights.shape[0]
         problems = _split_n(lhs, layer.weights.reshape(cout, t).T, layer.bias, layer.params, max_n)
         return MappedLayer(problems, layer.output_shape)
-    # DEPTHWISE_CONV_2D: groups of `cols` output channels, block-diagonal weights.
-    m = g["depth_multiplier"]
+    return MappedLayer(_depthwise(layer, lhs, rows, cols, max_n, depthwise), layer.output_shape)
+
+
+def _depthwise(layer, lhs, rows, cols, max_n, mode):
+    """DEPTHWISE_CONV_2D's problems: depthwise mode or block-diagonal GEMMs (see the module docstring)."""
+    kh, kw = layer.weights.shape[1:3]
+    m = layer.geometry["depth_multiplier"]
     cin = layer.input.shape[3]
-    cout = cin * m
-    taps = kh * kw
+    cout, taps, pixels = cin * m, kh * kw, lhs.shape[0]
+    chunks = [np.arange(s, min(s + max_n, cout)) for s in range(0, cout, max_n)]
+    groups = [np.arange(s, min(s + max(1, min(cols, max_n)), cout)) for s in range(0, cout, max(1, min(cols, max_n)))]
+    # (input channels a group of output channels reads)
+    spans = [(g[0] // m, g[-1] // m + 1) for g in groups]
+    if mode == "auto":
+        acc = Accelerator.model(rows, cols)
+        dw_cycles = sum(acc.cycles(pixels, taps, len(c)) for c in chunks)
+        bd_cycles = sum(acc.cycles(pixels, taps * (c1 - c0), len(g)) for g, (c0, c1) in zip(groups, spans, strict=True))
+        mode = "depthwise" if dw_cycles < bd_cycles else "gemm"
     patches = lhs.reshape(-1, taps, cin)
     w = layer.weights.reshape(taps, cout)
+    if mode == "depthwise":
+        return [_problem(patches[:, :, c // m], w[:, c], layer.bias, layer.params, c, depthwise=True)
+                for c in chunks]
     problems = []
-    group = max(1, min(cols, max_n))
-    for o0 in range(0, cout, group):
-        outs = np.arange(o0, min(o0 + group, cout))
-        c0, c1 = outs[0] // m, outs[-1] // m + 1
-        ng = c1 - c0
-        rhs = np.zeros((taps, ng, len(outs)), np.int8)
+    for outs, (c0, c1) in zip(groups, spans, strict=True):
+        rhs = np.zeros((taps, c1 - c0, len(outs)), np.int8)
         rhs[:, outs // m - c0, np.arange(len(outs))] = w[:, outs]
-        problems.append(_problem(patches[:, :, c0:c1].reshape(-1, taps * ng), rhs.reshape(taps * ng, len(outs)),
-                                 layer.bias, layer.params, outs))
-    return MappedLayer(problems, layer.output_shape)
+        problems.append(_problem(patches[:, :, c0:c1].reshape(-1, taps * (c1 - c0)),
+                                 rhs.reshape(taps * (c1 - c0), len(outs)), layer.bias, layer.params, outs))
+    return problems
+
+
+def gemm_cycles(acc, problems):
+    """Cycles of ``problems`` one after another at full rate on ``acc`` (an Accelerator model)."""
+    return sum(acc.cycles(*p.shape) for p in problems)

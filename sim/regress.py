@@ -54,7 +54,7 @@ AXI_CONFIGS = [("icarus", 1, 4, "double", "generic"), ("icarus", 2, 3, "double",
                ("icarus", 4, 4, "single", "generic"), ("verilator", 4, 4, "double", "generic"),
                ("verilator", 8, 8, "double", "generic"), ("verilator", 8, 8, "single", "ecp5")]
 AXI_MODELS = [("okay_nabu", 20), ("keyword_spotting", 1)]
-AXI_TESTS = 6
+AXI_TESTS = 7
 SIM_DIR = ROOT / "build" / "sim"
 
 
@@ -141,13 +141,14 @@ def run_job(job, *, seed, problems, max_dim, waves):
         except SystemExit as exc:
             error, results = str(exc) or type(exc).__name__, []
         build = build_dir(simulator, r, c, rounding, suffix)
+        _keep_coverage(build, job.tag)
         _keep_junit(build, job.tag)
         config = f"AXI top {r}x{c} {rounding}" + ("" if dsp == "generic" else f" {dsp}")
         return {"job": job.tag, "config": config, "simulator": simulator, "tests": len(results),
                 "expected_tests": AXI_TESTS, "compared": sum(x["compared"] for x in results),
                 "failures": sum(x["failures"] for x in results) + (1 if error else 0),
                 "cycles": sum(x["cycles"] for x in results), "seconds": round(time.monotonic() - t0, 1),
-                "error": error, "coverage": False}  # (the coverage model samples the core's testbench)
+                "error": error}
     if job.config:
         simulator, r, c, rounding, dsp = job.config
         # Icarus slows down ~4x per array doubling: fewer problems on the big arrays there.
@@ -162,7 +163,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
         _keep_junit(build, job.tag)
         config = f"{r}x{c} {rounding}" + ("" if dsp == "generic" else f" {dsp}")
         return {"job": job.tag, "config": config, "simulator": simulator, "tests": len(results),
-                "expected_tests": 3, "compared": sum(x["compared"] for x in results),
+                "expected_tests": 4, "compared": sum(x["compared"] for x in results),
                 "failures": sum(x["failures"] for x in results) + (1 if error else 0),
                 "cycles": sum(x["cycles"] for x in results), "seconds": round(time.monotonic() - t0, 1),
                 "error": error}

@@ -6,11 +6,12 @@ from golden.fixedpoint import quantize_multiplier
 
 from .host import GemmProblem
 
-__all__ = ["random_problem"]
+__all__ = ["depthwise_layers", "random_problem"]
 
 
-def random_problem(rng, m, k, n, rounding="double", bypass=False):
-    """int8 A [m, k] (all of -128..127), W [k, n] (-127..127) and random TFLite parameters.
+def random_problem(rng, m, k, n, rounding="double", bypass=False, depthwise=False):
+    """int8 A [m, k] (all of -128..127), W [k, n] (-127..127) and random TFLite parameters; with
+    ``depthwise``, a problem for the array's depthwise mode, A [m, k, n].
 
     Multipliers put typical outputs in range (real multiplier ~ 2^-24..4 / (32 k)); one
     problem in five instead spreads them over 2^-31..2^20 so shifts reach both extremes
@@ -18,7 +19,7 @@ def random_problem(rng, m, k, n, rounding="double", bypass=False):
     activation range, and one in three sets one channel's bias to INT32_MAX so the bias
     add wraps.
     """
-    lhs = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    lhs = rng.integers(-128, 128, (m, k, n) if depthwise else (m, k)).astype(np.int8)
     rhs = rng.integers(-127, 128, (k, n)).astype(np.int8)
     bias = rng.integers(-(2**20), 2**20, n).astype(np.int32)
     if rng.random() < 0.3:
@@ -30,7 +31,57 @@ def random_problem(rng, m, k, n, rounding="double", bypass=False):
     lo, hi = sorted(int(v) for v in rng.integers(-128, 128, 2)) if rng.random() < 0.3 else (-128, 127)
     return GemmProblem(lhs, rhs, bias, input_offset=int(rng.integers(-127, 129)), output_multiplier=mult,
                        output_shift=np.minimum(shift, 30), output_offset=int(rng.integers(-128, 128)),
-                       act_min=lo, act_max=hi, rounding=rounding, bypass=bypass)
+                       act_min=lo, act_max=hi, rounding=rounding, bypass=bypass, depthwise=depthwise)
+
+
+# (kernel HxW, stride, dilation, padding, depth multiplier, channels), the last two as (a, b): a * cols + b
+_DEPTHWISE_LAYERS = [
+    ((3, 3), (1, 1), (1, 1), "SAME", (0, 1), (1, 3)),      # channels not a multiple of cols
+    ((3, 3), (2, 2), (1, 1), "VALID", (0, 2), (0, 2)),     # depth multiplier 2, stride 2
+    ((1, 1), (1, 1), (1, 1), "SAME", (1, 1), (0, 2)),      # K = 1, depth multiplier cols + 1
+    ((3, 3), (1, 1), (2, 2), "SAME", (0, 1), (1, 0)),      # dilation 2
+    ((5, 5), (1, 1), (1, 1), "SAME", (0, 1), (2, 1)),      # K = 25, several column tiles
+    ((1, 3), (1, 2), (1, 1), "SAME", (0, 3), (0, 1)),      # K = 3, strides differ
+    ((2, 2), (2, 1), (1, 2), "VALID", (0, 1), (1, -1)),    # K = 4, stride and dilation mixed
+]
+
+
+def depthwise_layers(rng, cols, rounding="double", random_count=2):
+    """Small DEPTHWISE_CONV_2D layers (:class:`golden.tflite.interpreter.MacLayer`) for the depthwise
+    mode's tests: depth multipliers 1, 2, 3 and cols + 1, channels not a multiple of ``cols``, K = taps
+    from 1 to 25, strides, dilations and both paddings (directed), then ``random_count`` random ones.
+    Per-channel multipliers and shifts, any input and output zero point."""
+    from golden.staged import compute_out_size
+    from golden.tflite.interpreter import MacLayer
+
+    shapes = list(_DEPTHWISE_LAYERS)
+    for _ in range(random_count):
+        kh, kw = (int(v) for v in rng.integers(1, 6, 2))
+        stride, dilation = (tuple(int(v) for v in rng.integers(1, 3, 2)) for _ in range(2))
+        shapes.append(((kh, kw), stride, dilation, str(rng.choice(["SAME", "VALID"])),
+                       (0, int(rng.integers(1, 4))), (0, int(rng.integers(1, 2 * cols + 2)))))
+    layers = []
+    for i, ((kh, kw), stride, dilation, padding, dm, channels) in enumerate(shapes):
+        dm, cin = (max(1, x * cols + y) for x, y in (dm, channels))
+        # an input big enough for one output pixel at least, and a few rows of them
+        h = (kh - 1) * dilation[0] + 1 + int(rng.integers(0, 5))
+        w = (kw - 1) * dilation[1] + 1 + int(rng.integers(0, 5))
+        oh = compute_out_size(padding, h, kh, stride[0], dilation[0])
+        ow = compute_out_size(padding, w, kw, stride[1], dilation[1])
+        cout = cin * dm
+        real = np.exp(rng.uniform(np.log(2.0**-12), np.log(2.0**-4), cout)) / (kh * kw)
+        mult, shift = quantize_multiplier(real, rounding)
+        params = {"input_offset": int(rng.integers(-127, 129)), "output_multiplier": mult, "output_shift": shift,
+                  "output_offset": int(rng.integers(-128, 128)), "quantized_activation_min": -128,
+                  "quantized_activation_max": 127, "rounding": rounding}
+        layers.append(MacLayer(
+            op_index=i, kind="DEPTHWISE_CONV_2D",
+            input=rng.integers(-128, 128, (1, h, w, cin)).astype(np.int8),
+            weights=rng.integers(-127, 128, (1, kh, kw, cout)).astype(np.int8),
+            bias=rng.integers(-(2**16), 2**16, cout).astype(np.int32), params=params,
+            geometry={"stride": stride, "dilation": dilation, "padding": padding, "depth_multiplier": dm},
+            output_shape=(1, oh, ow, cout)))
+    return layers
 
 
 def _requant_corners(rounding):

@@ -42,6 +42,8 @@ LONG_K = os.environ.get("TB_LONG_K", "0") == "1"
 
 def pack(values, bits):
     """Pack signed lane values into one integer, lane 0 in the low bits."""
+    if bits == 8:
+        return int.from_bytes(np.asarray(values, np.int64).astype(np.int8).tobytes(), "little")
     mask = (1 << bits) - 1
     out = 0
     for i, v in enumerate(values):
@@ -157,8 +159,9 @@ class Scoreboard:
         self.last_output = got
         bad = np.argwhere(got != want)
         for i, j in bad[:5]:
+            a = problem.lhs[i, :, j] if problem.depthwise else problem.lhs[i]
             self.log.error(f"{label}: MISMATCH at [{i},{j}]: hardware {int(got[i, j])}, golden stages "
-                           f"{st.at((int(i), int(j)))}; operands lhs row {problem.lhs[i].tolist()[:16]}..., "
+                           f"{st.at((int(i), int(j)))}; operands lhs {a.tolist()[:16]}..., "
                            f"rhs col {problem.rhs[:, j].tolist()[:16]}..., multiplier "
                            f"{int(np.asarray(problem.output_multiplier)[j])}, shift "
                            f"{int(np.asarray(problem.output_shift)[j])}; reproduce with SEED={SEED}")
@@ -174,6 +177,8 @@ class TB:
         dut.hold.value = 0
         dut.table_base.value = 0
         self.rng = np.random.default_rng(seed)
+        # fills a GEMM-mode step's unused act bytes (past the first ROWS), which the core must ignore
+        self.noise = np.random.default_rng(seed + 1)
         p_in, p_out = (0.25, 0.3) if pauses else (0.0, 0.0)
         self.act = StreamSource(dut, "act", pause_generator(self.rng, p_in))
         self.wts = StreamSource(dut, "wts", pause_generator(self.rng, p_in))
@@ -210,8 +215,10 @@ class TB:
             for a, lane, b, m, s in problem.table_writes(ROWS, COLS)]
         self.cfg.pos, self.cfg.presented = 0, None
         acts, wts = [], []
-        for a_col, w_row in problem.steps(ROWS, COLS):
-            acts.append(pack(a_col, 8))
+        steps = list(problem.steps(ROWS, COLS))
+        noise = [] if problem.depthwise else self.noise.integers(-128, 128, (len(steps), ROWS * (COLS - 1))).tolist()
+        for n, (a_col, w_row) in enumerate(steps):
+            acts.append(pack(a_col if problem.depthwise else a_col + noise[n], 8))
             wts.append(pack(w_row, 8))
         self.act.queue, self.wts.queue = acts, wts
         self.act.pos = self.wts.pos = 0
@@ -280,8 +287,15 @@ class TB:
                              f"{want_rows} result rows (seed {SEED})")
 
 
-def random_problem(rng, m, k, n, bypass=False):
-    return stimulus.random_problem(rng, m, k, n, ROUNDING, bypass)
+def random_problem(rng, m, k, n, bypass=False, depthwise=False):
+    return stimulus.random_problem(rng, m, k, n, ROUNDING, bypass, depthwise)
+
+
+def random_depthwise_problems(rng, count):
+    """Random depthwise-mode GEMMs: K = taps from 1 to 25, any M and N up to MAX_DIM."""
+    return [random_problem(rng, int(rng.integers(1, MAX_DIM + 1)), int(rng.integers(1, 26)),
+                           int(rng.integers(1, MAX_DIM + 1)), bypass=rng.random() < 0.1, depthwise=True)
+            for _ in range(count)]
 
 
 def directed_problems(rng):
@@ -329,10 +343,49 @@ async def random_gemms(dut):
     problems = [random_problem(rng, *(int(x) for x in rng.integers(1, MAX_DIM + 1, 3))) for _ in range(N_PROBLEMS)]
     problems.append(random_problem(rng, ROWS, 7, COLS, bypass=True))
     problems += directed_problems(rng)
+    problems += random_depthwise_problems(rng, max(2, N_PROBLEMS // 2))
     ok = True
     for i, p in enumerate(problems):
         ok &= await tb.run(p, f"problem {i} M,K,N={p.shape}")
     write_results(tb, "random_gemms")
+    assert ok, f"{tb.scoreboard.failures} of {tb.scoreboard.compared} outputs differ from golden (seed {SEED})"
+
+
+@cocotb.test()
+async def depthwise_layers(dut):
+    """DEPTHWISE_CONV_2D layers (sim.stimulus.depthwise_layers: depth multipliers 1, 2, 3 and cols + 1,
+    channels not a multiple of cols, K = 1 .. 25, strides, dilations, both paddings) mapped onto the
+    depthwise mode (sim.mapping): every GEMM output compared with golden, and every layer, assembled
+    from the RTL's results, with golden's DEPTHWISE_CONV_2D kernel."""
+    from golden.kernels import depthwise_conv_2d_kernel
+    from sim.mapping import map_layer
+
+    tb = TB(dut, SEED + 12)
+    await tb.reset()
+    rng = np.random.default_rng(SEED + 13)
+    ok = True
+    for layer in stimulus.depthwise_layers(rng, COLS, ROUNDING):
+        g = layer.geometry
+        label = (f"depthwise layer {layer.op_index} input {list(layer.input.shape)} taps "
+                 f"{list(layer.weights.shape[1:3])} stride {g['stride']} dilation {g['dilation']} {g['padding']} "
+                 f"depth multiplier {g['depth_multiplier']}")
+        mapped = map_layer(layer, ROWS, COLS, MAX_COL_TILES * COLS, depthwise="depthwise")
+        results = []
+        for i, p in enumerate(mapped.problems):
+            ok &= await tb.run(p, f"{label} GEMM {i} M,K,N={p.shape}")
+            results.append(tb.scoreboard.last_output.astype(np.int8))
+        want = depthwise_conv_2d_kernel(layer.input, layer.weights, layer.bias, **layer.params, stride=g["stride"],
+                                        dilation=g["dilation"], padding=g["padding"],
+                                        depth_multiplier=g["depth_multiplier"])
+        got = mapped.assemble(results)
+        if not np.array_equal(got, want):
+            bad = np.argwhere(got != want)
+            tb.scoreboard.failures += len(bad)
+            ok = False
+            dut._log.error(f"{label}: the assembled layer differs from golden's DEPTHWISE_CONV_2D at {len(bad)} "
+                           f"elements, first {bad[0].tolist()}: RTL {int(got[tuple(bad[0])])}, golden "
+                           f"{int(want[tuple(bad[0])])} (seed {SEED})")
+    write_results(tb, "depthwise_layers")
     assert ok, f"{tb.scoreboard.failures} of {tb.scoreboard.compared} outputs differ from golden (seed {SEED})"
 
 

@@ -19,11 +19,24 @@ from hw.gemm_scheduler import GemmScheduler
 from hw.registers import ERROR_BITS, ID_MAGIC, VERSION, reg
 from hw.result_framer import ResultFramer
 
+from . import coverage
 from .axi_driver import AxiDriver
 from .stimulus import random_problem
 
 # (the configuration from the environment, as the core's testbench reads it)
-from .tb_accelerator import COLS, MAX_COL_TILES, MAX_DIM, N_PROBLEMS, PAUSES, RESULTS, ROUNDING, ROWS, SEED, Scoreboard
+from .tb_accelerator import (
+    COLS,
+    COVERAGE,
+    MAX_COL_TILES,
+    MAX_DIM,
+    N_PROBLEMS,
+    PAUSES,
+    RESULTS,
+    ROUNDING,
+    ROWS,
+    SEED,
+    Scoreboard,
+)
 
 QUEUE_DEPTH = 4
 
@@ -141,6 +154,7 @@ class TB:
                 ok[0] &= self.check(p, got, f"{label} GEMM {i} M,K,N={p.shape}")
                 done[i].set()
 
+        first_span, first_result = len(self.watch["spans"]), len(self.watch["results"])
         rx = cocotb.start_soon(receiver())
         ahead = len(bases)
         for i, p in enumerate(problems[:ahead]):
@@ -154,9 +168,14 @@ class TB:
             await self.drv.push(p, bases[i % ahead])
             cocotb.start_soon(self.drv.send_steps(p))
         await rx
+        spans, results = self.watch["spans"][first_span:], self.watch["results"][first_result:]
+        if len(spans) == len(results) == len(problems):
+            coverage.sample_mode_switches([p.depthwise for p in problems], [s[0] for s in spans], results)
         return ok[0]
 
     def write_results(self, name):
+        if COVERAGE:
+            coverage.export(COVERAGE)
         if RESULTS:
             with open(RESULTS, "a") as f:
                 f.write(json.dumps({"test": name, "compared": self.compared, "failures": self.failures,
@@ -165,14 +184,16 @@ class TB:
 
 def problems_in_layers(rng, count):
     """Random GEMMs, in runs of one to three sharing an output stage (the GEMMs of a layer, which
-    the queue starts without draining), some in bypass."""
+    the queue starts without draining), some in bypass, a third in the depthwise mode (so the mode
+    changes between GEMMs that follow each other in the pipeline)."""
     out = []
     while len(out) < count:
         first = random_problem(rng, *(int(x) for x in rng.integers(1, MAX_DIM + 1, 3)), rounding=ROUNDING,
-                               bypass=rng.random() < 0.15)
+                               bypass=rng.random() < 0.15, depthwise=rng.random() < 0.35)
         out.append(first)
         for _ in range(int(rng.integers(0, 3))):
-            p = random_problem(rng, *(int(x) for x in rng.integers(1, MAX_DIM + 1, 3)), rounding=ROUNDING)
+            p = random_problem(rng, *(int(x) for x in rng.integers(1, MAX_DIM + 1, 3)), rounding=ROUNDING,
+                               depthwise=rng.random() < 0.35)
             p.output_offset, p.act_min, p.act_max, p.bypass = first.output_offset, first.act_min, first.act_max, \
                 first.bypass
             out.append(p)
@@ -190,6 +211,8 @@ def fitting(rng, problems, max_tiles):
         n_tiles = p.tiles(ROWS, COLS)[1]
         if n_tiles > max_tiles:
             p.rhs = p.rhs[:, :max_tiles * COLS]
+            if p.depthwise:
+                p.lhs = p.lhs[:, :, :max_tiles * COLS]
             p.bias = p.bias[:max_tiles * COLS]
             p.output_multiplier = np.asarray(p.output_multiplier)[:max_tiles * COLS]
             p.output_shift = np.asarray(p.output_shift)[:max_tiles * COLS]
@@ -299,6 +322,34 @@ async def counters(dut):
     tb.write_results("counters")
 
 
+@cocotb.test()
+async def mode_switch(dut):
+    """GEMMs of one output stage, alternating between the GEMM and the depthwise mode, queued and at
+    full rate, so each starts while the one before is still in the pipeline: every output compared
+    with golden, each switch seen not drained, and the step and result timing the core's, mode or not."""
+    tb = TB(dut)
+    await tb.reset()
+    tb.set_pauses(SEED, on=False)
+    rng = np.random.default_rng(SEED + 41)
+    bases, max_tiles = table_regions(4)
+    # (four: as many as the table regions, so all are queued before the first step, see run_queue)
+    modes = [False, True, False, True]
+    problems = fitting(rng, [random_problem(rng, int(rng.integers(ROWS, 3 * ROWS)), int(rng.integers(1, 26)),
+                                            int(rng.integers(1, 3 * COLS)), rounding=ROUNDING, depthwise=dw)
+                             for dw in modes], max_tiles)
+    for p in problems[1:]:
+        p.output_offset, p.act_min, p.act_max = problems[0].output_offset, problems[0].act_min, problems[0].act_max
+    tb.watch.update(spans=[], results=[])
+    ok = await tb.run_queue(problems, "mode switch", bases)
+    spans, results = tb.watch["spans"], tb.watch["results"]
+    check_full_rate(problems, spans, results)
+    for i in range(1, len(problems)):
+        assert spans[i][0] < results[i - 1], \
+            f"GEMM {i} started after GEMM {i - 1}'s last result: the pipeline drained between modes"
+    tb.write_results("mode_switch")
+    assert ok, f"{tb.failures} of {tb.compared} outputs differ from golden (seed {SEED})"
+
+
 def check_full_rate(problems, spans, results):
     """At full rate, GEMMs of one output stage queued in time: each GEMM's steps take the core's
     tile timing, the next GEMM's first step comes GemmScheduler.GAP cycles after the last (or
@@ -402,8 +453,8 @@ async def errors(dut):
     # TLAST one step early on the activations, then missing on the weights' last step
     a, w = d.step_frames(p)
     await d.push(p, 0)
-    await d.act.send(type(a)(a.tdata[:-ROWS]))
-    await d.act.send(type(a)(a.tdata[-ROWS:]))
+    await d.act.send(type(a)(a.tdata[:-d.act_step_bytes]))
+    await d.act.send(type(a)(a.tdata[-d.act_step_bytes:]))
     await d.wts.send(w)
     ok &= tb.check(p, await d.receive(p), "act TLAST early")
     assert await d.read("ERROR") == error_bit("ACT_TLAST"), "an early TLAST on s_axis_act was not flagged"

@@ -9,7 +9,7 @@ from hw.registers import REGISTERS, c_header, markdown
 from sim.runner import run_tb
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-TESTS = {"registers", "random_gemms", "directed", "counters", "errors", "reset_mid_stream"}
+TESTS = {"registers", "random_gemms", "directed", "counters", "mode_switch", "errors", "reset_mid_stream"}
 
 
 def test_register_page_is_current():

@@ -25,7 +25,7 @@ def test_rtl(simulator, rows, cols, rounding, dsp, seed, record_property):
     # (the K = 132 105 GEMM, accumulators wrapping int32: ~15 s on Icarus 1x1, ~5 s on Verilator 2x3)
     long_k = (simulator, rows, cols, rounding) in (("icarus", 1, 1, "double"), ("verilator", 2, 3, "double"))
     results = run_tb(simulator, rows, cols, rounding, seed=seed, problems=3, max_dim=12, dsp=dsp, long_k=long_k)
-    assert {r["test"] for r in results} == {"random_gemms", "reset_mid_stream", "coverage_corners"}
+    assert {r["test"] for r in results} == {"random_gemms", "depthwise_layers", "reset_mid_stream", "coverage_corners"}
     compared = sum(r["compared"] for r in results)
     failures = sum(r["failures"] for r in results)
     record_property("rtl", {"config": f"{rows}x{cols} {rounding} {dsp}", "simulator": simulator, "tests": len(results),

@@ -38,7 +38,7 @@ def test_axi_top_exports_with_amba_port_names_and_lints_clean(tmp_path):
     for port in ("aclk", "aresetn", "irq", "s_axil_awaddr", "s_axil_rresp", "s_axis_act_tdata", "s_axis_act_tlast",
                  "s_axis_wts_tready", "m_axis_res_tdata", "m_axis_res_tlast"):
         assert re.search(rf"[(, \n]{port}[,\n]|[(, \n]{port}$", header), port
-    assert "input [15:0] s_axis_act_tdata;" in text        # ROWS bytes
+    assert "input [47:0] s_axis_act_tdata;" in text        # ROWS x COLS bytes
     assert "output [95:0] m_axis_res_tdata;" in text       # COLS x 32 bits
     rc, out = lint(path)
     assert rc == 0, out
