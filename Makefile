@@ -44,7 +44,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PER_OP ?= 30
 CONFORMANCE_PACK := build/conformance/int8-conformance-v1
 
-.PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling bench bench-golden demo \
+.PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling bench bench-models bench-golden demo \
 	conformance conformance-rtl formal mutate clean
 
 help:
@@ -60,6 +60,7 @@ help:
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
 	@echo "make bench         RTL cycles, utilization and simulation speed (writes build/bench/rtl.json)"
+	@echo "make bench-models  every bundled model on the RTL, 8x8 and 16x16: per-layer cycles, utilization, bound (build/bench/models.json)"
 	@echo "make bench-golden  time the golden model against TFLite-Micro (writes build/bench/golden.json)"
 	@echo "make conformance   write the conformance pack (PER_OP=30, checked against TFLM) and check golden on it"
 	@echo "make conformance-rtl  the pack's FC/CONV/DW cases on the RTL (ROUNDING=double|single): report + verdict"
@@ -115,6 +116,9 @@ demo: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m sim.bench
+
+bench-models: $(STAMP)
+	$(PY) -m sim.bench_models
 
 bench-golden: $(STAMP)
 	$(PY) -m golden.bench

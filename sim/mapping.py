@@ -25,9 +25,11 @@ see :meth:`GemmProblem.folded_bias`); the array only sees raw int8 values.
     activations.
 
   :func:`map_layer` takes the one with fewer cycles by :meth:`hw.accelerator.Accelerator.cycles`
-  (each GEMM at full rate), and the block-diagonal GEMMs on a tie: they tie only when every group
-  of ``cols`` output channels reads one input channel (the depth multiplier a multiple of
-  ``cols``), and then stream ``cols`` times fewer activation bytes. Zero-point padding cancels
+  (each GEMM at full rate), and the block-diagonal GEMMs on a tie, since they stream ``cols``
+  times fewer activation bytes. They tie only for a layer of at most ``cols`` output channels
+  that all read one input channel (one GEMM of the same shape either way); with more channels
+  the block-diagonal mapping is a GEMM per group of ``cols``, each paying the pipeline's latency,
+  so the depthwise mode's one GEMM is faster even when each group reads one input channel. Zero-point padding cancels
   exactly in both, since the folded bias sums the same weights the array multiplies.
 
 Problems wider than the accelerator's per-channel tables (``max_n``) are split along N.

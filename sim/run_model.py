@@ -25,7 +25,7 @@ from golden.tflite.model import ModelError
 
 from .runner import ROOT, build_dir, run_tb
 
-__all__ = ["main", "resolve_model", "run_model"]
+__all__ = ["main", "resolve_model", "run_model", "run_models"]
 
 
 def resolve_model(name):
@@ -48,34 +48,45 @@ def resolve_model(name):
     return name
 
 
-def run_model(model, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto",
-              build_tag="_model", block="core", queue=True):
-    """Run the cocotb model testbench; returns its result dict (raises if the run produced none).
+def run_model(model, **kwargs):
+    """Run the cocotb model testbench on one model; returns its result dict (see :func:`run_models`)."""
+    return run_models([model], **kwargs)[0]
+
+
+def run_models(models, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto",
+               build_tag="_model", block="core", queue=True, max_col_tiles=None):
+    """Run the cocotb model testbench on ``models``, one after another in one simulation; returns their
+    result dicts in order (raises if a model produced none).
 
     ``build_tag`` names the build directory (parallel runs need one each); ``block`` "axi" runs the
-    layers on the AXI top, through its descriptor queue unless ``queue`` is False."""
-    path = resolve_model(str(model))
+    layers on the AXI top, through its descriptor queue unless ``queue`` is False; ``max_col_tiles``
+    the tables' depth (default 16 on the core, 64 on the AXI top): wider layers are split into GEMMs."""
+    paths = [resolve_model(str(model)) for model in models]
     # Refuse what the golden interpreter cannot run (unreadable file, unsupported op, broken quantization clause)
     # here, with its one-line message, before anything is built.
-    Interpreter(path)
-    env = {"TB_MODEL": str(os.path.abspath(path)), "TB_STEPS": str(steps), "TB_INPUT": input_kind,
+    for path in paths:
+        Interpreter(path)
+    env = {"TB_MODEL": os.pathsep.join(str(os.path.abspath(p)) for p in paths), "TB_STEPS": str(steps),
+           "TB_INPUT": input_kind,
            "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING"), "TB_BLOCK": block,
            "TB_QUEUE": "1" if queue else "0"}
     if block == "axi":
         build_tag += "_axi"
     error = None
     try:
+        if max_col_tiles is None:
+            max_col_tiles = 64 if block == "axi" else 16
         results = run_tb(sim, rows, cols, "double", seed=seed, pauses=False, waves=waves, module="sim.tb_model",
-                         extra_env=env, tag_suffix=build_tag, max_col_tiles=64 if block == "axi" else 16,
-                         block=block)
+                         extra_env=env, tag_suffix=build_tag, max_col_tiles=max_col_tiles, block=block)
     except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails; its results still count
         error = exc
         path = build_dir(sim, rows, cols, "double", build_tag) / "results.jsonl"
         results = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
     runs = [r for r in results if r.get("test") == "run_model"]
-    if not runs:
-        raise RuntimeError(f"the model testbench produced no result ({error}); see the simulator log above")
-    return runs[-1]
+    if len(runs) < len(paths):
+        raise RuntimeError(f"the model testbench produced {len(runs)} of {len(paths)} results ({error}); see the "
+                           f"simulator log above")
+    return runs[-len(paths):]
 
 
 def print_report(res, sim):

@@ -31,8 +31,9 @@ import numpy as np
 from golden.tflite.inputs import model_inputs
 from golden.tflite.interpreter import Interpreter, compare_with_tflm
 from golden.tflite.runtimes import TflmModel
+from hw.accelerator import Accelerator
 from sim import coverage
-from sim.mapping import map_layer
+from sim.mapping import gemm_cycles, map_layer
 from sim.tb_accelerator import COLS, COVERAGE, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
 
 MODEL = os.environ.get("TB_MODEL", "")
@@ -142,14 +143,49 @@ def _shape(a):
     return "x".join(str(d) for d in a)
 
 
+def _layer_figures(layer, mapped):
+    """What the benchmark reports of a mapped layer, from its GEMMs' shapes (one step): the cycle
+    formula (each GEMM at full rate on the core), the steps streamed (tiles padded to the shortest
+    period: the cycles without the pipeline's fill and drain), the activation bytes streamed
+    (``rows`` per GEMM-mode step, ``rows * cols`` per depthwise-mode step) and, for a depthwise
+    layer, the formula of the block-diagonal GEMMs (the mapping without the depthwise mode)."""
+    core = Accelerator.model(ROWS, COLS, max_col_tiles=MAX_COL_TILES)
+    p_min = core.min_tile_steps
+    steps = [int(np.prod(p.tiles(ROWS, COLS))) * p.shape[1] for p in mapped.problems]
+    figures = {
+        "modes": ["depthwise" if p.depthwise else "gemm" for p in mapped.problems],
+        "formula_cycles": gemm_cycles(core, mapped.problems),
+        "fill_steps": sum(int(np.prod(p.tiles(ROWS, COLS))) * max(p.shape[1], p_min) for p in mapped.problems),
+        "act_bytes": sum(s * (ROWS * COLS if p.depthwise else ROWS) for s, p in zip(steps, mapped.problems,
+                                                                                       strict=True)),
+        "input_bytes": int(layer.input.size),
+    }
+    if layer.kind == "DEPTHWISE_CONV_2D":
+        gemm = map_layer(layer, ROWS, COLS, MAX_COL_TILES * COLS, depthwise="gemm")
+        figures["gemm_mode_cycles"] = gemm_cycles(core, gemm.problems)
+    return figures
+
+
 @cocotb.test()
 async def run_model(dut):
-    """Every MAC layer of every step on the RTL; every layer and step compared with golden and TFLM."""
-    path = pathlib.Path(MODEL)
+    """Every MAC layer of every step on the RTL; every layer and step compared with golden and TFLM.
+    ``TB_MODEL`` may list several models (separated by the path separator), run one after another
+    on one simulation, each with its own result."""
+    tb = AxiLayers(dut) if BLOCK == "axi" else CoreLayers(dut)
+    failed = []
+    for model in MODEL.split(os.pathsep):
+        failures = await _run_one(dut, tb, pathlib.Path(model))
+        if failures:
+            failed.append(f"{pathlib.Path(model).name}: {failures}")
+    assert not failed, f"mismatches (seed {SEED}): {failed}"
+
+
+async def _run_one(dut, tb, path):
+    """One model; writes its result and returns its failures (GEMM outputs and layer or TFLM mismatches)."""
     raw = path.read_bytes()
     interp, tflm = Interpreter(raw, path.name), TflmModel(raw)
-    tb = AxiLayers(dut) if BLOCK == "axi" else CoreLayers(dut)
     await tb.start()
+    compared0, failures0, cycles0 = tb.compared, tb.failures, tb.cycles
     max_n = MAX_COL_TILES * COLS
     layers, mismatches, tflm_checked = {}, [], 0
     t0 = time.perf_counter()
@@ -170,7 +206,7 @@ async def run_model(dut):
                     "weights": _shape(layer.weights.shape), "output": _shape(layer.output_shape), "macs": layer.macs,
                     "gemms": len(mapped.problems),
                     "gemm_shapes": [_shape(p.shape) for p in mapped.problems], "cycles": [], "exact_steps": 0,
-                    "first_mismatch": None})
+                    "first_mismatch": None, **_layer_figures(layer, mapped)})
                 rec["cycles"].append(cycles)
                 if np.array_equal(hw, want):
                     rec["exact_steps"] += 1
@@ -199,12 +235,11 @@ async def run_model(dut):
               "block": BLOCK, "queue": QUEUE if BLOCK == "axi" else None,
               "layers": sorted(layers.values(), key=lambda r: r["op_index"]), "tflm_tensors_compared": tflm_checked,
               "mismatches": mismatches, "final_outputs": final, "seconds": time.perf_counter() - t0,
-              "compared": tb.compared, "failures": tb.failures + len(mismatches),
-              "sim_cycles": tb.cycles}
+              "compared": tb.compared - compared0, "failures": tb.failures - failures0 + len(mismatches),
+              "sim_cycles": tb.cycles - cycles0}
     if COVERAGE:
         coverage.export(COVERAGE)
     if RESULTS:
         with open(RESULTS, "a") as f:
             f.write(json.dumps(result) + "\n")
-    assert not tb.failures, f"{tb.failures} GEMM outputs differ from golden (seed {SEED})"
-    assert not mismatches, f"{len(mismatches)} mismatches (seed {SEED}): {mismatches[:3]}"
+    return result["failures"]

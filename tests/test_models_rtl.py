@@ -26,17 +26,52 @@ def test_mapping_reproduces_every_golden_layer(seed, rows, cols, max_n):
 
         def mac(layer, name=name):
             nonlocal layers
-            mapped = map_layer(layer, rows, cols, max_n)
-            assert all(p.shape[2] <= max_n for p in mapped.problems)
-            got = mapped.assemble([p.expected()[0].astype(np.int8) for p in mapped.problems])
             want = layer.golden()
-            np.testing.assert_array_equal(got, want, err_msg=f"{name} operator {layer.op_index} ({layer.kind})")
+            # (a depthwise layer both ways: the array's depthwise mode and block-diagonal GEMMs)
+            modes = ("auto", "depthwise", "gemm") if layer.kind == "DEPTHWISE_CONV_2D" else ("auto",)
+            for mode in modes:
+                mapped = map_layer(layer, rows, cols, max_n, depthwise=mode)
+                assert all(p.shape[2] <= max_n for p in mapped.problems)
+                got = mapped.assemble([p.expected()[0].astype(np.int8) for p in mapped.problems])
+                np.testing.assert_array_equal(got, want, err_msg=f"{name} operator {layer.op_index} ({layer.kind}, "
+                                                                 f"{mode})")
             layers += 1
-            return got
+            return want
 
         for x in model_inputs(interp.model, steps, seed):
             interp.invoke(x, mac=mac)
     assert layers == 3 * (10 + 10 + 10 + 15) + 2 * 4  # MAC layers per step: 10, 10, 10, 15; the CNN 4
+
+
+@pytest.mark.parametrize(("depth_multiplier", "channels", "want"), [
+    (1, 16, "depthwise"),      # block-diagonal: 1 of 8 columns busy
+    (2, 8, "depthwise"),
+    (8, 1, "gemm"),            # 8 output channels reading one input channel: a tie, GEMM mode
+    (8, 2, "depthwise"),       # each group reads one input channel, but two GEMMs pay the latency twice
+    (9, 2, "depthwise"),       # groups straddle input channels: K doubles for some
+])
+def test_depthwise_mapping_rule(depth_multiplier, channels, want):
+    """The mapping streams the depthwise mode unless the block-diagonal GEMMs take no more cycles."""
+    from sim.stimulus import depthwise_layers
+
+    layer = depthwise_layers(np.random.default_rng(1), 8, random_count=0)[0]   # 3x3, stride 1, SAME
+    cout = channels * depth_multiplier
+    layer.input = np.zeros((1, 6, 6, channels), np.int8)
+    layer.weights = np.ones((1, 3, 3, cout), np.int8)
+    layer.bias = np.zeros(cout, np.int32)
+    layer.params = {**layer.params, "output_multiplier": np.full(cout, 2**30), "output_shift": np.zeros(cout, int)}
+    layer.geometry = {**layer.geometry, "depth_multiplier": depth_multiplier}
+    layer.output_shape = (1, 6, 6, cout)
+    mapped = map_layer(layer, 8, 8, 64 * 8)
+    assert {"depthwise" if p.depthwise else "gemm" for p in mapped.problems} == {want}
+
+
+def test_map_layer_refuses_unknown_mode():
+    from sim.stimulus import depthwise_layers
+
+    layer = depthwise_layers(np.random.default_rng(1), 8, random_count=0)[0]
+    with pytest.raises(ValueError, match="depthwise must be 'auto', 'depthwise' or 'gemm'"):
+        map_layer(layer, 8, 8, 64, depthwise="fast")
 
 
 def _check(res, steps):
