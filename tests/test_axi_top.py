@@ -6,7 +6,7 @@ import pytest
 
 from hw.axi_top import AxiAccelerator
 from hw.registers import REGISTERS, c_header, markdown
-from sim.runner import run_tb
+from sim.runner import build_dir, run_tb
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TESTS = {"registers", "random_gemms", "directed", "counters", "mode_switch", "errors", "reset_mid_stream"}
@@ -38,9 +38,11 @@ def test_queue_depth_refused(depth):
     # shorter K after one with a longer K must wait longer: an 8x8 case at a 2x8's cost)
     ("verilator", 2, 8, "single"),
 ])
-def test_axi_rtl(simulator, rows, cols, rounding, seed):
+def test_axi_rtl(simulator, rows, cols, rounding, seed, record_property):
     results = run_tb(simulator, rows, cols, rounding, seed=seed, problems=6, max_dim=12, max_col_tiles=16,
                      module="sim.tb_axi", block="axi", tag_suffix="_axi")
+    # (its coverage, the mode switches through the queue, joins the core runs' in the session's table)
+    record_property("rtl_coverage", str(build_dir(simulator, rows, cols, rounding, "_axi") / "coverage"))
     assert {r["test"] for r in results} == TESTS
     assert sum(r["failures"] for r in results) == 0
     assert sum(r["compared"] for r in results) > 0
