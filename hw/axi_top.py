@@ -210,6 +210,22 @@ class AxiAccelerator(wiring.Component):
                      *(getattr(desc, f).eq(v) for f, v in counts.items())]
         m.d.comb += [getattr(desc, f).eq(v) for f, v in out.items()]
         m.d.comb += desc.depthwise.eq(field("DESC_MODE", "DEPTHWISE"))
+        # Whether the staged output stage is that of the descriptor last queued (the scheduler
+        # launches the GEMMs of one output stage without draining): a register per field of the
+        # compare, from copies of the staging registers and of the last queued stage, then their
+        # AND, a register. Current three cycles after the staging registers change and two after a
+        # push, so at a DESC_PUSH write (writes reach the registers at least five cycles apart).
+        out_bits = Cat(*out.values())
+        last_out = Signal(len(out_bits), name="last_queued_output")
+        with m.If(push):
+            m.d.sync += last_out.eq(out_bits)
+        chk_out = Signal(len(out_bits), reset_less=True, name="dup_chk_output")
+        m.d.sync += chk_out.eq(out_bits)
+        out_eq = Signal(-(-len(out_bits) // 2), reset_less=True, name="chk_output_eq")
+        m.d.sync += out_eq.eq(Cat(chk_out[i:i + 2] == last_out[i:i + 2] for i in range(0, len(out_bits), 2)))
+        same_output = Signal(reset_less=True, name="chk_same_output")
+        m.d.sync += same_output.eq(out_eq.all())
+        m.d.comb += desc.same_output.eq(same_output)
         lane, row = field("TABLE_INDEX", "LANE"), field("TABLE_INDEX", "ROW")
         m.d.comb += sched.check_row.eq(row)
 
