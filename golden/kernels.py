@@ -104,13 +104,19 @@ def requantized_depthwise_gemm(lhs, rhs, bias, *, input_offset, output_multiplie
     if lhs.shape[1:] != rhs.shape:
         raise ValueError(f"lhs is [M, K, N] = {list(lhs.shape)} but rhs is [K, N] = {list(rhs.shape)}: "
                          f"K or N differs")
-    n = rhs.shape[1]
+    raw = wrap_int32(np.einsum("mkn,kn->mn", lhs.astype(np.int64), rhs.astype(np.int64)))
+    return _requantized(raw, rhs.sum(axis=0, dtype=np.int64), bias, input_offset, output_multiplier, output_shift,
+                        output_offset, quantized_activation_min, quantized_activation_max, rounding, return_stages)
+
+
+def _requantized(raw, weight_sums, bias, input_offset, output_multiplier, output_shift, output_offset, act_min,
+                 act_max, rounding, return_stages):
+    """Raw accumulators (output channels on the last axis) through the checked bias fold and requantization."""
+    n = len(weight_sums)
     bias = bias_param(bias, n)
     input_offset, mult, shift, output_offset, act_min, act_max, rounding = _requant_params(
-        n, input_offset, output_multiplier, output_shift, output_offset, quantized_activation_min,
-        quantized_activation_max, rounding)
-    raw = wrap_int32(np.einsum("mkn,kn->mn", lhs.astype(np.int64), rhs.astype(np.int64)))
-    folded = staged.fold_bias(bias, rhs.sum(axis=0, dtype=np.int64), input_offset)
+        n, input_offset, output_multiplier, output_shift, output_offset, act_min, act_max, rounding)
+    folded = staged.fold_bias(bias, weight_sums, input_offset)
     result = staged.requantize_stages(raw, folded, mult, shift, output_offset, act_min, act_max, rounding)
     return result if return_stages else result.output
 
@@ -118,14 +124,9 @@ def requantized_depthwise_gemm(lhs, rhs, bias, *, input_offset, output_multiplie
 def _gemm(lhs, rhs, bias, input_offset, output_multiplier, output_shift, output_offset, act_min, act_max,
           rounding, return_stages):
     """:func:`requantized_gemm` once ``lhs``/``rhs`` are validated int8 arrays (callers scan them once)."""
-    n = rhs.shape[1]
-    bias = bias_param(bias, n)
-    input_offset, mult, shift, output_offset, act_min, act_max, rounding = _requant_params(
-        n, input_offset, output_multiplier, output_shift, output_offset, act_min, act_max, rounding)
     raw, weight_sums = staged.accumulate_with_sums(lhs, rhs)
-    folded = staged.fold_bias(bias, weight_sums, input_offset)
-    result = staged.requantize_stages(raw, folded, mult, shift, output_offset, act_min, act_max, rounding)
-    return result if return_stages else result.output
+    return _requantized(raw, weight_sums, bias, input_offset, output_multiplier, output_shift, output_offset,
+                        act_min, act_max, rounding, return_stages)
 
 
 def fully_connected_kernel(input, weights, bias, *, input_offset, output_multiplier, output_shift,

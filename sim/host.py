@@ -95,27 +95,20 @@ class GemmProblem:
         """Yield (act, w_row[cols]) for every step, row tile outer, column tile inner: ``act`` is the
         row tile's column of A (``rows`` values) or, in the depthwise mode, every cell's activation
         (``rows * cols`` values, cell (i, j)'s at ``j * rows + i``)."""
-        m, k, n = self.shape
+        _, k, n = self.shape
         mt, nt = self.tiles(rows, cols)
         w = np.zeros((k, nt * cols), np.int64)
         w[:, :n] = self.rhs
-        if self.depthwise:
-            a = np.zeros((mt * rows, k, nt * cols), np.int64)
-            a[:m, :, :n] = self.lhs
-            for ti in range(mt):
-                for tj in range(nt):
-                    # [k][j * rows + i]
-                    block = a[ti * rows:(ti + 1) * rows, :, tj * cols:(tj + 1) * cols].transpose(1, 2, 0)
-                    block = block.reshape(k, cols * rows)
-                    for kk in range(k):
-                        yield block[kk].tolist(), w[kk, tj * cols:(tj + 1) * cols].tolist()
-            return
-        a = np.zeros((mt * rows, k), np.int64)
-        a[:m] = self.lhs
+        a = np.zeros((mt * rows, k, nt * cols) if self.depthwise else (mt * rows, k), np.int64)
+        a[tuple(slice(0, d) for d in self.lhs.shape)] = self.lhs
         for ti in range(mt):
+            rs = slice(ti * rows, (ti + 1) * rows)
             for tj in range(nt):
+                cs = slice(tj * cols, (tj + 1) * cols)
+                # [k][i], or in the depthwise mode [k][j * rows + i]
+                acts = a[rs, :, cs].transpose(1, 2, 0).reshape(k, cols * rows) if self.depthwise else a[rs].T
                 for kk in range(k):
-                    yield a[ti * rows:(ti + 1) * rows, kk].tolist(), w[kk, tj * cols:(tj + 1) * cols].tolist()
+                    yield acts[kk].tolist(), w[kk, cs].tolist()
 
     def n_result_rows(self, rows, cols):
         mt, nt = self.tiles(rows, cols)

@@ -44,7 +44,7 @@ from hw.accelerator import Accelerator
 
 from .host import GemmProblem
 
-__all__ = ["MappedLayer", "gemm_cycles", "map_layer"]
+__all__ = ["MappedLayer", "depthwise_cycles", "gemm_cycles", "map_layer"]
 
 
 @dataclasses.dataclass
@@ -105,22 +105,40 @@ def map_layer(layer, rows, cols, max_n, depthwise="auto"):
     return MappedLayer(_depthwise(layer, lhs, rows, cols, max_n, depthwise), layer.output_shape)
 
 
+def _depthwise_plan(layer, cols, max_n):
+    """A DEPTHWISE_CONV_2D's two mappings as channel sets: the depthwise mode's chunks of at most
+    ``max_n`` output channels, the block-diagonal groups of at most ``cols`` and the input
+    channels [c0, c1) each group reads."""
+    m = layer.geometry["depth_multiplier"]
+    cout = layer.weights.shape[3]
+    group = max(1, min(cols, max_n))
+    chunks = [np.arange(s, min(s + max_n, cout)) for s in range(0, cout, max_n)]
+    groups = [np.arange(s, min(s + group, cout)) for s in range(0, cout, group)]
+    return chunks, groups, [(int(g[0]) // m, int(g[-1]) // m + 1) for g in groups]
+
+
+def depthwise_cycles(layer, rows, cols, max_n):
+    """Cycles of a DEPTHWISE_CONV_2D's GEMMs at full rate (:meth:`Accelerator.cycles`, from the shapes
+    alone), per mapping: ``{"depthwise": ..., "gemm": ...}`` (the latter block-diagonal)."""
+    acc = Accelerator.model(rows, cols)
+    taps = layer.weights.shape[1] * layer.weights.shape[2]
+    pixels = int(np.prod(layer.output_shape[:3]))
+    chunks, groups, spans = _depthwise_plan(layer, cols, max_n)
+    return {"depthwise": sum(acc.cycles(pixels, taps, len(c)) for c in chunks),
+            "gemm": sum(acc.cycles(pixels, taps * (c1 - c0), len(g))
+                        for g, (c0, c1) in zip(groups, spans, strict=True))}
+
+
 def _depthwise(layer, lhs, rows, cols, max_n, mode):
     """DEPTHWISE_CONV_2D's problems: depthwise mode or block-diagonal GEMMs (see the module docstring)."""
-    kh, kw = layer.weights.shape[1:3]
-    m = layer.geometry["depth_multiplier"]
-    cin = layer.input.shape[3]
-    cout, taps, pixels = cin * m, kh * kw, lhs.shape[0]
-    chunks = [np.arange(s, min(s + max_n, cout)) for s in range(0, cout, max_n)]
-    groups = [np.arange(s, min(s + max(1, min(cols, max_n)), cout)) for s in range(0, cout, max(1, min(cols, max_n)))]
-    # (input channels a group of output channels reads)
-    spans = [(g[0] // m, g[-1] // m + 1) for g in groups]
     if mode == "auto":
-        acc = Accelerator.model(rows, cols)
-        dw_cycles = sum(acc.cycles(pixels, taps, len(c)) for c in chunks)
-        bd_cycles = sum(acc.cycles(pixels, taps * (c1 - c0), len(g)) for g, (c0, c1) in zip(groups, spans, strict=True))
-        mode = "depthwise" if dw_cycles < bd_cycles else "gemm"
-    patches = lhs.reshape(-1, taps, cin)
+        cycles = depthwise_cycles(layer, rows, cols, max_n)
+        mode = "depthwise" if cycles["depthwise"] < cycles["gemm"] else "gemm"
+    m = layer.geometry["depth_multiplier"]
+    _, kh, kw, cout = layer.weights.shape
+    taps = kh * kw
+    chunks, groups, spans = _depthwise_plan(layer, cols, max_n)
+    patches = lhs.reshape(-1, taps, layer.input.shape[3])
     w = layer.weights.reshape(taps, cout)
     if mode == "depthwise":
         return [_problem(patches[:, :, c // m], w[:, c], layer.bias, layer.params, c, depthwise=True)

@@ -33,7 +33,7 @@ from golden.tflite.interpreter import Interpreter, compare_with_tflm
 from golden.tflite.runtimes import TflmModel
 from hw.accelerator import Accelerator
 from sim import coverage
-from sim.mapping import gemm_cycles, map_layer
+from sim.mapping import depthwise_cycles, gemm_cycles, map_layer
 from sim.tb_accelerator import COLS, COVERAGE, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
 
 MODEL = os.environ.get("TB_MODEL", "")
@@ -161,8 +161,7 @@ def _layer_figures(layer, mapped):
         "input_bytes": int(layer.input.size),
     }
     if layer.kind == "DEPTHWISE_CONV_2D":
-        gemm = map_layer(layer, ROWS, COLS, MAX_COL_TILES * COLS, depthwise="gemm")
-        figures["gemm_mode_cycles"] = gemm_cycles(core, gemm.problems)
+        figures["gemm_mode_cycles"] = depthwise_cycles(layer, ROWS, COLS, MAX_COL_TILES * COLS)["gemm"]
     return figures
 
 
@@ -201,12 +200,14 @@ async def _run_one(dut, tb, path):
                 hw = mapped.assemble(results)
                 stages = layer.golden(return_stages=True)
                 want = stages.output.reshape(layer.output_shape)
-                rec = layers.setdefault(layer.op_index, {
-                    "op_index": layer.op_index, "op": layer.kind, "input": _shape(layer.input.shape),
-                    "weights": _shape(layer.weights.shape), "output": _shape(layer.output_shape), "macs": layer.macs,
-                    "gemms": len(mapped.problems),
-                    "gemm_shapes": [_shape(p.shape) for p in mapped.problems], "cycles": [], "exact_steps": 0,
-                    "first_mismatch": None, **_layer_figures(layer, mapped)})
+                if layer.op_index not in layers:   # (a layer's figures, from its shapes, once)
+                    layers[layer.op_index] = {
+                        "op_index": layer.op_index, "op": layer.kind, "input": _shape(layer.input.shape),
+                        "weights": _shape(layer.weights.shape), "output": _shape(layer.output_shape),
+                        "macs": layer.macs, "gemms": len(mapped.problems),
+                        "gemm_shapes": [_shape(p.shape) for p in mapped.problems], "cycles": [], "exact_steps": 0,
+                        "first_mismatch": None, **_layer_figures(layer, mapped)}
+                rec = layers[layer.op_index]
                 rec["cycles"].append(cycles)
                 if np.array_equal(hw, want):
                     rec["exact_steps"] += 1
