@@ -124,8 +124,13 @@ class GemmScheduler(wiring.Component):
         rows = [Signal(Rows, name=f"rows{i}", reset_less=True) for i in range(Q)]
         # (written with the push request, a cycle before the entry, so the busy-row check sees the
         # rows four cycles after the request: see below)
+        # (`q_tail` one-hot alongside, so each entry's write enable is a 2-input LUT: as a compare
+        # of `q_tail` it was a LUT level more, on a path the 8x8 AXI top failed 200 MHz by)
+        tail_hot = Signal(Q, init=1, name="q_tail_hot")
+        with m.If(push):
+            m.d.sync += tail_hot.eq(tail_hot.rotate_left(1))
         for i in range(Q):
-            with m.If(self.push & (q_tail == i)):
+            with m.If(self.push & tail_hot[i]):
                 m.d.sync += [rows[i].base.eq(self.desc.base), rows[i].end.eq(self.desc.end)]
         # The head entry and whether it holds a descriptor, in registers (a cycle behind the
         # pointers, both from the same cycle, so they agree: no multiplexer of the ring is on a
