@@ -212,7 +212,8 @@ class Accelerator(wiring.Component):
         # through _TRANSIT_LATENCY free-running registers, so a FIFO need not sit beside its lane.
         # A row written reaches ``res`` OutputFIFO.LATENCY cycles later on an empty FIFO.
         lanes = self._lanes
-        fifos = [OutputFIFO(width=32, depth=self.fifo_depth, ram=self.ram, dsp=self.dsp) for _ in range(C)]
+        fifos = [OutputFIFO(width=32, depth=self.fifo_depth, ram=self.ram, dsp=self.dsp, r_rdy_copy=j == 0)
+                 for j in range(C)]
         for j, (lane, fifo) in enumerate(zip(lanes, fifos, strict=True)):
             m.submodules[f"fifo{j}"] = fifo
             t_valid, t_data = delay_lines(m, self._TRANSIT_LATENCY, [
@@ -220,7 +221,11 @@ class Accelerator(wiring.Component):
                 Line(lane.o.payload, f"transit_data{j}_", shape=32, reset_less=True)])
             m.d.comb += [fifo.w_data.eq(t_data), fifo.w_en.eq(t_valid),
                          self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
-        m.d.comb += self.res.valid.eq(fifos[0].r_rdy)
+        # (``res.valid`` from lane 0's flag copy: the stream's consumer and the credit counter AND
+        # it with ``res.ready`` as the FIFOs do with theirs, and from the same flag Yosys made that
+        # one LUT by FIFO 0, which then lay on the route from TREADY to the AXI top's framer: its
+        # worst path in two placements of 3a96026)
+        m.d.comb += self.res.valid.eq(fifos[0].r_rdy_copy)
         # The per-layer settings reach each lane through three registers (dup_*): one per group of
         # four lanes, then two per lane, the first near the group's, the second near the lane
         # (with one per lane, the route from it to the lane's 32-bit offset adder, which its sign

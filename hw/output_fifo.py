@@ -52,12 +52,14 @@ class RowFIFO(wiring.Component):
     memory at a register's address, so a read (``r_en``) moves only the read pointer and the
     count's flags, not a data register (as a data register's enable, ``res.ready`` reached 32
     flip-flops per lane through a LUT, and that net was the 8x8's worst path in two placements).
-    ``depth`` is a power of two; at 16 the memory is one ECP5 LUT-RAM cell deep."""
+    ``depth`` is a power of two; at 16 the memory is one ECP5 LUT-RAM cell deep. With
+    ``r_rdy_copy``, ``r_rdy_copy`` is ``r_rdy`` from flip-flops of its own (else it is 0)."""
 
-    def __init__(self, *, width, depth, attrs):
+    def __init__(self, *, width, depth, attrs, r_rdy_copy=False):
         assert depth & (depth - 1) == 0, depth
-        self.width, self.depth, self._attrs = width, depth, attrs
-        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
+        self.width, self.depth, self._attrs, self._copy = width, depth, attrs, r_rdy_copy
+        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+                          "r_rdy_copy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
@@ -69,6 +71,10 @@ class RowFIFO(wiring.Component):
         do_read = Signal()
         nonempty = nonempty_flag(m, self.w_en, do_read, self.depth, "dup_level")
         m.d.comb += [self.r_rdy.eq(nonempty), do_read.eq(nonempty & self.r_en)]
+        # (`r_rdy_copy`: the same flag from registers of its own, for a user of ``r_rdy & r_en``
+        # elsewhere on the die, which would otherwise share this FIFO's read-enable LUT)
+        if self._copy:
+            m.d.comb += self.r_rdy_copy.eq(nonempty_flag(m, self.w_en, do_read, self.depth, "dup_level_copy"))
         with m.If(self.w_en):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
@@ -99,23 +105,25 @@ class OutputFIFO(wiring.Component):
 
     Same interface as :class:`RowFIFO`: a row written (``w_en``) in cycle c is at ``r_data``
     with ``r_rdy`` in cycle c + ``LATENCY`` when the FIFO is empty; a write must not come when
-    ``depth`` rows are in the FIFO (the accelerator's credits ensure it)."""
+    ``depth`` rows are in the FIFO (the accelerator's credits ensure it). ``r_rdy_copy`` likewise."""
 
     _HOPS, _RETURN = 1, 2
     LATENCY = 1 + 2 + _HOPS + 1   # issue, memory read, hops to the queue, queue
     QUEUE = LUTRAM_DEPTH
 
-    def __init__(self, *, width, depth, ram, dsp):
-        self.width, self.depth, self.ram, self.dsp = width, depth, ram, dsp
+    def __init__(self, *, width, depth, ram, dsp, r_rdy_copy=False):
+        self.width, self.depth, self.ram, self.dsp, self._copy = width, depth, ram, dsp, r_rdy_copy
         self.mem_depth = 1 << (depth - 1).bit_length()  # a power of two: the pointers wrap by themselves
         if dsp == "ecp5":
             assert self.mem_depth <= DP16KD_DEPTH, depth
-        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1)})
+        super().__init__({"w_data": In(width), "w_en": In(1), "r_data": Out(width), "r_en": In(1), "r_rdy": Out(1),
+                          "r_rdy_copy": Out(1)})
 
     def elaborate(self, platform):
         m = Module()
         M, Q = self.mem_depth, self.QUEUE
-        m.submodules.queue = queue = RowFIFO(width=self.width, depth=Q, attrs={"ram_style": self.ram})
+        m.submodules.queue = queue = RowFIFO(width=self.width, depth=Q, attrs={"ram_style": self.ram},
+                                             r_rdy_copy=self._copy)
         # (dup_: the lanes' FIFOs run in lockstep; Yosys would merge their identical registers)
         produce = Signal(range(M), name="dup_produce")
         consume = Signal(range(M), name="dup_consume")
@@ -161,7 +169,8 @@ class OutputFIFO(wiring.Component):
         arrived, out = delay_lines(m, self._HOPS, [Line(arrived, "dup_hop_valid"),
                                                    Line(out, "hop_data", reset_less=True)])
         m.d.comb += [queue.w_data.eq(out), queue.w_en.eq(arrived),
-                     self.r_data.eq(queue.r_data), self.r_rdy.eq(queue.r_rdy), queue.r_en.eq(self.r_en)]
+                     self.r_data.eq(queue.r_data), self.r_rdy.eq(queue.r_rdy), queue.r_en.eq(self.r_en),
+                     self.r_rdy_copy.eq(queue.r_rdy_copy)]
         return m
 
 
