@@ -8,16 +8,20 @@ Layers, from the bottom up:
   the moving-average range tracker, fused-activation bounds.
 * :mod:`golden.staged` - the hardware's stages: accumulate, fold bias, requantize,
   add the output zero point, clamp; im2col.
-* :mod:`golden.kernels` - TFLite's kernels with their integer parameters (what the RTL
-  consumes).
-* :mod:`golden.ops` - the scale-level API (float scales in, int8 out).
+* :mod:`golden.kernels` - the MAC and pooling kernels with their integer parameters (what the
+  RTL consumes); the interpreter's CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED and pools run
+  them. ``add_kernel`` is a thin wrapper over ADD's one home, :mod:`golden.reference_ops.add_sub`.
+* :mod:`golden.ops` - the scale-level API (float scales in, int8 out): thin wrappers that derive
+  the integer parameters and call the kernels.
 * :mod:`golden.reference` - line-for-line loop ports of TFLite's reference kernels,
   used by the tests to check everything above.
 * :mod:`golden.gemmlowp` - gemmlowp's fixed-point exp, log, logistic, tanh, reciprocal and
   inverse square root, as the LOGISTIC/TANH/SOFTMAX/LOG_SOFTMAX/L2_NORMALIZATION kernels use them.
 * :mod:`golden.reference_ops` - every int8 op of the spec's table (and the ops real models put
   around them), one module per family, each a Prepare (integer parameters from the scales, as
-  TFLM derives them) and an Eval (the integer kernel); ``OP_TABLE`` dispatches them.
+  TFLM derives them) and an Eval (the integer kernel); ``OP_TABLE`` dispatches them. Every op's
+  integer arithmetic has one home: its module here, or the kernel in :mod:`golden.kernels` that
+  the module calls.
 * :mod:`golden.tflite` - reading and writing ``.tflite`` files and the whole-model
   interpreter (needs the dev extra).
 """

@@ -9,7 +9,7 @@ the spec does not define) are still reported, marked "TFLM tolerates". A summary
 and per clause follows. Exit status: 0 when every clause holds, 1 when any fails, 2 when
 the file cannot be read (the loader's message).
 
-The clauses (the spec's op table, shared/SPEC-TABLE.md):
+The clauses (the spec's op table, docs/spec-table.md):
 
 ==========================  ==============================================================
 clause                      what is checked

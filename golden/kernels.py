@@ -28,7 +28,7 @@ from ._checks import (
     pair_param,
     rounding_param,
 )
-from .fixedpoint import multiply_by_quantized_multiplier_smaller_than_one_exp, wrap_int32
+from .fixedpoint import wrap_int32
 
 __all__ = [
     "add_kernel",
@@ -217,6 +217,9 @@ def add_kernel(input1, input2, *, input1_offset, input2_offset, left_shift, inpu
                quantized_activation_min=INT8_MIN, quantized_activation_max=INT8_MAX, rounding="double"):
     """TFLite int8 ADD (``AddElementwise`` / ``BroadcastAdd6DSlow``), numpy broadcasting.
 
+    A thin wrapper that checks its parameters and calls :func:`golden.reference_ops.add_sub.arithmetic`,
+    the one home of ADD's integer arithmetic.
+
     Each input is offset, shifted left by ``left_shift`` (20 for int8), rescaled with
     ``MultiplyByQuantizedMultiplierSmallerThanOneExp``, summed, rescaled to the output,
     offset and clamped. All int32 with wrap-around.
@@ -240,12 +243,12 @@ def add_kernel(input1, input2, *, input1_offset, input2_offset, left_shift, inpu
     so = int_param("output_shift", output_shift, -31, 0)
     output_offset = int_param("output_offset", output_offset, INT8_MIN, INT8_MAX)
     act_min, act_max = _act_range(quantized_activation_min, quantized_activation_max)
-    mbqm = multiply_by_quantized_multiplier_smaller_than_one_exp
-    scaled1 = mbqm(wrap_int32((a + o1) << ls), m1, s1, rounding)
-    scaled2 = mbqm(wrap_int32((b + o2) << ls), m2, s2, rounding)
-    raw_sum = wrap_int32(scaled1.astype(np.int64) + scaled2)
-    raw_out = wrap_int32(mbqm(raw_sum, mo, so, rounding).astype(np.int64) + output_offset)
-    return staged.clamp(raw_out, act_min, act_max)
+    from .reference_ops.add_sub import arithmetic  # (the one home of ADD's arithmetic; imported late: it uses ops)
+    params = {"input1_offset": o1, "input2_offset": o2, "left_shift": ls, "input1_multiplier": m1,
+              "input1_shift": s1, "input2_multiplier": m2, "input2_shift": s2, "output_multiplier": mo,
+              "output_shift": so, "output_offset": output_offset, "quantized_activation_min": act_min,
+              "quantized_activation_max": act_max}
+    return arithmetic(a.astype(np.int8), b.astype(np.int8), params, rounding=rounding)
 
 
 def _pool_windows(input, filter_size, stride, padding, pad_value):

@@ -1,7 +1,7 @@
 """The requantization arithmetics real TFLite runtimes implement, selectable, for one accumulator.
 
 TFLite's spec computes ``double`` (gemmlowp's two roundings); runtimes differ from it by one
-LSB on exact ties (measured bit for bit, shared/TOOLCHAIN.md). With ``acc`` the int32
+LSB on exact ties (measured bit for bit, docs/runtimes.md). With ``acc`` the int32
 accumulator (bias included), ``(M, shift)`` from QuantizeMultiplier, ``left = max(shift, 0)``
 and ``right = max(-shift, 0)``:
 

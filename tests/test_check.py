@@ -139,3 +139,24 @@ def test_markdown_and_json_reports(tmp_path, capsys):
     assert report["per_clause"]["fixed output"] == {"pass": 0, "fail": 1}
     assert main([str(path), "--format", "markdown"]) == 1
     assert "| subgraph 0, operator 0 (SOFTMAX), output 0 'output0' | fixed output |" in capsys.readouterr().out
+
+
+def test_spec_table_page_is_current():
+    from pathlib import Path
+
+    from golden import spec
+    page = Path(__file__).resolve().parents[1] / "docs" / "spec-table.md"
+    assert page.read_text() == spec.markdown(), "docs/spec-table.md is stale: run `python -m golden.spec`"
+
+
+def test_checker_agrees_with_the_spec_table():
+    """The checker's per-op facts are the table's: MAC ops' weight axes, two-input ops, int8 outputs."""
+    from golden import check, spec
+    by_name = {op.name: op for op in spec.OPS}
+    for name, axis in check.MAC_OPS.items():
+        weights = next(t for t in by_name[name].tensors if t.role == "weights")
+        assert weights.granularity == ("per tensor" if axis is None else f"per axis (dim {axis})")
+    two = {op.name for op in spec.OPS if any(t.role == "input 1" for t in op.tensors)}
+    assert two == set(check.TWO_INPUTS)
+    no_out = {op.name for op in spec.OPS if not any(t.role.startswith("output") for t in op.tensors)}
+    assert no_out == set(check.NO_INT8_OUTPUT)

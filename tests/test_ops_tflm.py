@@ -5,7 +5,7 @@ inputs at -128/127, multipliers below 2**-20 and above 1, exact rounding ties, e
 option, the largest ranks TFLM accepts. Every output element is compared bit for bit.
 ``make test`` runs a few random cases per op; ``make test-all`` (``slow``) at least 100.
 SPACE_TO_BATCH_ND is checked against LiteRT's reference resolver: TFLM's int8 kernel pads
-with an uninitialised value (shared/TOOLCHAIN.md).
+with an uninitialised value (docs/runtimes.md).
 """
 
 import numpy as np

@@ -3,7 +3,7 @@
 FULLY_CONNECTED layers with zero weights and consecutive biases put the accumulator on every
 value of a range, so acc * scale lands on exact .5 ties of each rounding step: at scales 1/4 and
 1/8 the five variants give five different results. Each runtime must match its own variant and
-no other (shared/TOOLCHAIN.md): TFLM = double, LiteRT BUILTIN_REF's FULLY_CONNECTED = float64,
+no other (docs/runtimes.md): TFLM = double, LiteRT BUILTIN_REF's FULLY_CONNECTED = float64,
 LiteRT's optimized kernels (ruy) = upward, LiteRT's default interpreter (XNNPACK) = xnnpack_fp32.
 """
 

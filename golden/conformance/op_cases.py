@@ -6,7 +6,7 @@ above 1, exact rounding ties, every option, the largest ranks TFLM accepts). Out
 are computed here independently of the golden model (numpy on placeholder arrays), since a
 .tflite file must declare them. ``runtime`` says which runtime is the reference: TFLM,
 except SPACE_TO_BATCH_ND whose int8 padding TFLM leaves uninitialised (LiteRT's
-BUILTIN_REF pads with the zero point; see shared/TOOLCHAIN.md).
+BUILTIN_REF pads with the zero point; see docs/runtimes.md).
 """
 
 import dataclasses

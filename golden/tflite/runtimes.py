@@ -5,7 +5,7 @@
 * :func:`run_litert_reference`: LiteRT (``ai-edge-litert``) with
   ``OpResolverType.BUILTIN_REF``. Its CONV_2D and DEPTHWISE_CONV_2D are the reference
   kernels; its FULLY_CONNECTED rounds ``acc * scale`` in float64 instead, so only use
-  it for conv and depthwise (see shared/TOOLCHAIN.md).
+  it for conv and depthwise (see docs/runtimes.md).
 
 Never compare against a default ``Interpreter()``: XNNPACK and ruy round ties differently.
 """
