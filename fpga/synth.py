@@ -138,10 +138,15 @@ CHECKS = ("hierarchy -top top; proc; flatten; "
           "select -assert-none t:$dlatch t:$adlatch t:$dlatchsr t:$sr; check -assert")
 
 
-# Registers duplicated on purpose to cut fanout (named dup_* in the RTL: per-bank table
-# addresses and FIFO read pointers, per-lane settings, per-cell flags): Yosys' opt_merge would
-# fold identical registers back into one, so they are marked keep after `proc`.
-KEEP = "opt_clean; setattr -set keep 1 w:*dup_* %ci2 t:$dff t:$sdff %u %i"
+# Registers copied on purpose to cut fanout (hw.pipeline.KEEP_APART: per-bank table addresses
+# and FIFO read pointers, per-lane settings, per-cell flags) carry a `keep` attribute on their
+# wires in the exported Verilog. A keep on a wire does not stop Yosys' opt_merge from folding two
+# identical flip-flops into one (it keeps the wire, driven by the survivor), so the flip-flops
+# driving such wires are marked keep too, after `proc`. :func:`kept_copies` checks the result.
+KEEP = "opt_clean; setattr -set keep 1 w:* a:keep %i %ci2 t:$dff t:$sdff %u %i"
+# The keep wires of the flattened RTL alone (kept_rtl.json), for :func:`kept_copies`: wires that are
+# aliases of one register share its bits there.
+KEPT_RTL = "design -save rtl; delete t:*; opt_clean -purge; select -module top; write_json -selected kept_rtl.json; select -clear; design -load rtl"
 
 # Then drop the alias wires before technology mapping. Amaranth names each element of an
 # array-shaped signal `x[j]` next to the whole `x`, so a bit has two names that read alike
@@ -150,6 +155,52 @@ KEEP = "opt_clean; setattr -set keep 1 w:*dup_* %ci2 t:$dff t:$sdff %u %i"
 # `check -assert` after synthesis (below) refuses such a netlist rather than passing it to
 # nextpnr. The registers keep their own names.
 PURGE = "opt_clean -purge"
+
+
+def _attribute_set(value):
+    """Whether a Yosys JSON attribute is present and not zero (integers are written as binary strings)."""
+    if value is None:
+        return False
+    text = str(value)
+    return int(text, 2) != 0 if text and set(text) <= {"0", "1"} else True
+
+
+def _kept_bits(netlist):
+    """``{(wire, bit index): net}`` for every bit of every wire with a ``keep`` attribute, and each net's driver."""
+    bits, drivers = {}, {}
+    for module in netlist["modules"].values():
+        for cell in module.get("cells", {}).values():
+            for port, direction in cell.get("port_directions", {}).items():
+                if direction == "output":
+                    for b in cell["connections"][port]:
+                        drivers[b] = cell["type"]
+        for name, net in module.get("netnames", {}).items():
+            if _attribute_set(net.get("attributes", {}).get("keep")):
+                bits.update({(name, i): b for i, b in enumerate(net["bits"])})
+    return bits, drivers
+
+
+def kept_copies(rtl, netlist):
+    """Whether synthesis kept apart the registers the RTL keeps apart. ``rtl`` is the Yosys JSON of the
+    flattened RTL's keep wires (:data:`KEPT_RTL`), ``netlist`` the synthesized one (dicts). Returns
+    ``{"registers": n, "merged": [...], "not_ff": [...]}``: n the flip-flop bits the RTL keeps (wires that are
+    aliases of one register count once); ``merged``, wires of two RTL registers driven by one net after
+    synthesis; ``not_ff``, kept wires that synthesis left driven by something other than a flip-flop (a
+    register whose input is constant becomes that constant, which is not counted)."""
+    rtl_bits, _ = _kept_bits(rtl)
+    final_bits, drivers = _kept_bits(netlist)
+    owners, merged, not_ff = {}, set(), set()
+    for key, net in final_bits.items():
+        if isinstance(net, str):  # a constant
+            continue
+        if not str(drivers.get(net, "")).startswith(YOSYS_FF_PREFIX):
+            not_ff.add(key[0])
+        if key in rtl_bits:
+            first = owners.setdefault(net, (rtl_bits[key], key[0]))
+            if first[0] != rtl_bits[key]:
+                merged.add(f"{first[1]} / {key[0]}")
+    registers = len({b for b in rtl_bits.values() if not isinstance(b, str)})
+    return {"registers": registers, "merged": sorted(merged), "not_ff": sorted(not_ff)}
 
 
 def check_verilog(path, top="top", log_path=None):
@@ -310,10 +361,14 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
 
     log(f"[{name}] yosys {spec['yosys'].split()[0]} ...")
     _run([yosys, "-q", "-l", "yosys.log", "-p",
-          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {KEEP}; {PURGE}; {spec['yosys']} -json top.json; "
+          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {KEEP}; {KEPT_RTL}; {PURGE}; {spec['yosys']} -json top.json; "
           "check -assert; tee -q -o stat.json stat -json"],
          work / "yosys.stdout", "yosys synthesis", cwd=work)
     counts = _yosys_counts(work / "stat.json")
+    kept = kept_copies(json.loads((work / "kept_rtl.json").read_text()), json.loads((work / "top.json").read_text()))
+    if kept["merged"] or kept["not_ff"]:
+        raise SynthError(f"[{name}] synthesis merged or removed registers the RTL keeps apart (hw.pipeline.KEEP_APART):"
+                         f" merged {kept['merged'][:5]}, not flip-flops {kept['not_ff'][:5]}")
     # The wrapper alone: the same script with the core left as a black box.
     _run([yosys, "-q", "-p",
           f"read_verilog top.v; hierarchy -top top; blackbox {core_module}; "
@@ -334,7 +389,7 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
         "core": {"luts": counts["luts"] - wrapper["luts"], "ffs": counts["ffs"] - wrapper["ffs"]},
         "dsps": counts["cells"].get(spec["dsp_cell"], 0), "brams": None, "placed": None,
         "fmax_mhz": None, "target_mhz": freq, "critical_path": None, "seed": None, "router": router,
-        "yosys_cells": counts["cells"], "seconds": {"synth": round(t_synth, 1), "pnr": None},
+        "yosys_cells": counts["cells"], "kept_registers": kept["registers"], "seconds": {"synth": round(t_synth, 1), "pnr": None},
         "tools": {"yosys": _version([yosys, "-V"]), "nextpnr": _version([nextpnr, "--version"])},
     }
     if result["dsps"] > spec["dsps_available"]:

@@ -54,7 +54,7 @@ from .credit import CreditCounter
 from .ecp5_ram import DP16KD_DEPTH
 from .multiplier import DSP_KINDS
 from .output_fifo import OutputFIFO
-from .pipeline import Line, delay_lines
+from .pipeline import KEEP_APART, Line, delay_lines
 from .requantizer import Requantizer
 from .sequencer import Sequencer
 
@@ -217,7 +217,7 @@ class Accelerator(wiring.Component):
         for j, (lane, fifo) in enumerate(zip(lanes, fifos, strict=True)):
             m.submodules[f"fifo{j}"] = fifo
             t_valid, t_data = delay_lines(m, self._TRANSIT_LATENCY, [
-                Line(lane.o.valid, f"dup_transit_valid{j}_"),
+                Line(lane.o.valid, f"dup_transit_valid{j}_", keep=True),
                 Line(lane.o.payload, f"transit_data{j}_", shape=32, reset_less=True)])
             m.d.comb += [fifo.w_data.eq(t_data), fifo.w_en.eq(t_valid),
                          self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
@@ -236,7 +236,7 @@ class Accelerator(wiring.Component):
         n_groups = -(-C // 4)
 
         def copies(sources, suffix):
-            regs = [Signal.like(src, name=f"dup_{name}_{suffix}", reset_less=True)
+            regs = [Signal.like(src, attrs=KEEP_APART, name=f"dup_{name}_{suffix}", reset_less=True)
                     for src, name in zip(sources, setting_names, strict=True)]
             m.d.sync += [reg.eq(src) for reg, src in zip(regs, sources, strict=True)]
             return regs
@@ -263,28 +263,29 @@ class Accelerator(wiring.Component):
         # The cfg transfer, first registered once per group of four lanes (dup_cfg0_*: the cfg
         # port drives two registers on 8x8, not eight lanes' copies across the die; it did, 4.7 ns,
         # the 8x8's worst path in a placement).
-        groups = [Signal.like(self.cfg.payload, name=f"dup_cfg0_payload{g}", reset_less=True) for g in range(n_groups)]
-        groups_valid = [Signal(name=f"dup_cfg0_valid{g}") for g in range(n_groups)]
+        groups = [Signal.like(self.cfg.payload, attrs=KEEP_APART, name=f"dup_cfg0_payload{g}", reset_less=True)
+                  for g in range(n_groups)]
+        groups_valid = [Signal(attrs=KEEP_APART, name=f"dup_cfg0_valid{g}") for g in range(n_groups)]
         m.d.sync += [reg.eq(self.cfg.payload) for reg in groups]
         m.d.sync += [reg.eq(self.cfg.valid) for reg in groups_valid]
         for j, lane in enumerate(lanes):
             cfg, cfg_valid = groups[j // 4], groups_valid[j // 4]
             m.submodules[f"table{j}"] = table = ChannelTable(self.max_col_tiles, self.ram, self.dsp)
-            row_tag = Signal.like(array.row_tag, name=f"dup_row_tag{j}", reset_less=True)
+            row_tag = Signal.like(array.row_tag, attrs=KEEP_APART, name=f"dup_row_tag{j}", reset_less=True)
             m.d.sync += row_tag.eq(array.row_tag)
             # Table writes land three cycles late: the group's copy, then two per-lane copies
             # (dup_*): the first near the group's, the second near the table (no route crosses the
             # die into a RAM's write enable: with one per-lane copy, that route was the
             # floorplanned 8x8's worst, 6.4 ns).
-            w_en = Signal(table.banks, name=f"dup_cfg_en{j}")  # one enable per bank
-            w_addr = Signal.like(table.w_addr, name=f"dup_cfg_addr{j}", reset_less=True)
-            w_data = Signal(ChannelEntry, name=f"dup_cfg_data{j}", reset_less=True)
+            w_en = Signal(table.banks, attrs=KEEP_APART, name=f"dup_cfg_en{j}")  # one enable per bank
+            w_addr = Signal.like(table.w_addr, attrs=KEEP_APART, name=f"dup_cfg_addr{j}", reset_less=True)
+            w_data = Signal(ChannelEntry, attrs=KEEP_APART, name=f"dup_cfg_data{j}", reset_less=True)
             mine = cfg_valid & (cfg.lane == j)
             m.d.sync += [w_en.eq(Cat(mine & table.in_bank(cfg.addr, b) for b in range(table.banks))),
                          w_addr.eq(cfg.addr), w_data.eq(cfg.entry)]
-            w_en2 = Signal.like(w_en, name=f"dup_cfg2_en{j}")
-            w_addr2 = Signal.like(w_addr, name=f"dup_cfg2_addr{j}", reset_less=True)
-            w_data2 = Signal(ChannelEntry, name=f"dup_cfg2_data{j}", reset_less=True)
+            w_en2 = Signal.like(w_en, attrs=KEEP_APART, name=f"dup_cfg2_en{j}")
+            w_addr2 = Signal.like(w_addr, attrs=KEEP_APART, name=f"dup_cfg2_addr{j}", reset_less=True)
+            w_data2 = Signal(ChannelEntry, attrs=KEEP_APART, name=f"dup_cfg2_data{j}", reset_less=True)
             m.d.sync += [w_en2.eq(w_en), w_addr2.eq(w_addr), w_data2.eq(w_data)]
             w_en, w_addr, w_data = w_en2, w_addr2, w_data2
             m.d.comb += [table.w_addr.eq(w_addr), table.w_data.eq(w_data), table.w_en.eq(w_en),

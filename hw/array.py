@@ -46,7 +46,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.wiring import In, Out
 
 from .multiplier import Multiplier
-from .pipeline import delayed
+from .pipeline import KEEP_APART, delayed
 
 __all__ = ["MACCell", "StepFlags", "SystolicArray"]
 
@@ -118,20 +118,20 @@ class MACCell(wiring.Component):
         # diagonal driving cells across the whole array.
         # The flags wait for the product: the register for the right-hand neighbour is the
         # first delay, `acc_clear`/`acc_enable` below the last.
-        flags_out = Signal(StepFlags, name="dup_flags_out")
+        flags_out = Signal(StepFlags, attrs=KEEP_APART, name="dup_flags_out")
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.flags_out.eq(flags_out)]
         m.d.sync += [a_out.eq(Mux(self.flags.depthwise, self.a_dw, self.a)), w_out.eq(self.w),
                      flags_out.eq(self.flags)]
         flags = flags_out
         for n in range(1, self._MUL_LATENCY - 2):
-            delayed = Signal(_AccFlags, name=f"dup_flags_m{n + 1}")
+            delayed = Signal(_AccFlags, attrs=KEEP_APART, name=f"dup_flags_m{n + 1}")
             m.d.sync += [delayed.valid.eq(flags.valid), delayed.last.eq(flags.last)]
             flags = delayed
         # The last delay holds "valid" and "valid and last", so each control register below
         # copies (or inverts) one of them: no AND shared by all of them in front (ABC made it a
         # LUT of its own, and with the reset a second level, on the cell's worst paths).
-        valid = Signal(name=f"dup_valid_m{self._MUL_LATENCY - 1}")
-        ending = Signal(name=f"dup_ending_m{self._MUL_LATENCY - 1}")
+        valid = Signal(attrs=KEEP_APART, name=f"dup_valid_m{self._MUL_LATENCY - 1}")
+        ending = Signal(attrs=KEEP_APART, name=f"dup_ending_m{self._MUL_LATENCY - 1}")
         m.d.sync += [valid.eq(flags.valid), ending.eq(flags.valid & flags.last)]
         # No `first ? 0 : acc` multiplexer in front of the adder's carry chain: the clear is
         # the flip-flops' synchronous reset, driven by a register (high during reset, then "this
@@ -140,8 +140,8 @@ class MACCell(wiring.Component):
         new = Signal(signed(32))
         m.d.comb += new.eq((acc + product)[:32].as_signed())
         for half, bits in enumerate(_PARTS[self._dsp]):
-            clear = Signal(init=1, name=f"dup_acc_clear{half}")
-            enable = Signal(name=f"dup_acc_enable{half}")
+            clear = Signal(init=1, attrs=KEEP_APART, name=f"dup_acc_clear{half}")
+            enable = Signal(attrs=KEEP_APART, name=f"dup_acc_enable{half}")
             m.d.sync += [clear.eq(ending), enable.eq(valid)]
             with m.If(clear):
                 m.d.sync += acc[bits].eq(0)
@@ -155,10 +155,10 @@ class MACCell(wiring.Component):
         out = Signal(signed(32), reset_less=True)
         out_last = Signal(signed(16), reset_less=True)
         for half, bits in enumerate(_PARTS[self._dsp]):
-            idle = Signal(init=1, name=f"dup_readout_idle{half}")
+            idle = Signal(init=1, attrs=KEEP_APART, name=f"dup_readout_idle{half}")
             m.d.sync += idle.eq(~ending)
             m.d.sync += out[bits].eq(Mux(idle, 0, acc[bits]))
-        idle = Signal(init=1, name="dup_readout_idle_p")
+        idle = Signal(init=1, attrs=KEEP_APART, name="dup_readout_idle_p")
         m.d.sync += idle.eq(~ending)
         m.d.sync += out_last.eq(Mux(idle, 0, mul.p_copy))
         m.d.comb += self.out_last.eq(out_last)
@@ -252,7 +252,7 @@ class SystolicArray(wiring.Component):
         for k in range(ready_at[0] + 3):
             prev_last, prev_tag = line[-1]
             # (dup_: Yosys would merge these with the cells' identical flag registers, far away)
-            l_reg = Signal(name=f"dup_done_last{k + 1}")
+            l_reg = Signal(attrs=KEEP_APART, name=f"dup_done_last{k + 1}")
             t_reg = Signal(self.tag_width, name=f"done_tag{k + 1}", reset_less=True)
             m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]
             line.append((l_reg, t_reg))

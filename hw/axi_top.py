@@ -34,7 +34,7 @@ from amaranth.lib.wiring import In, Out
 from .accelerator import Accelerator
 from .axi_lite import AxiLiteSlave, axi_lite_members
 from .gemm_scheduler import GemmScheduler
-from .pipeline import Line, delay_lines, delayed
+from .pipeline import KEEP_APART, Line, delay_lines, delayed
 from .registers import ERROR_BITS, ID_MAGIC, REGISTERS, VERSION, reg
 from .result_framer import ResultFramer
 
@@ -155,15 +155,22 @@ class AxiAccelerator(wiring.Component):
         # then their AND with w_pre (as one 12-bit compare in front of w_pre's AND, 6.0 ns routed);
         # and w_bad likewise for the offsets nothing takes.
         writable = [r for r in REGISTERS if r.access in ("rw", "wo", "w1c")]
-        we = {r.name: Signal(name=f"dup_we_{r.name.lower()}") for r in writable}
+        we = {r.name: Signal(attrs=KEEP_APART, name=f"dup_we_{r.name.lower()}") for r in writable}
         half = ADDR_WIDTH // 2
 
-        def half_matches(addr, offsets, name):
-            """Registers: each offset's compare with ``addr``'s low and high halves."""
-            lo, hi = (Signal(len(offsets), name=f"{name}_{part}") for part in ("lo", "hi"))
-            m.d.sync += [lo.eq(Cat(addr[:half] == (o & (1 << half) - 1) for o in offsets)),
-                         hi.eq(Cat(addr[half:] == o >> half for o in offsets))]
-            return lo, hi
+        def half_matches(addr, offsets, name, keep=False):
+            """Each offset's compare with ``addr``'s low and high halves, from registers: one per distinct
+            half (offsets that share a half share its register)."""
+            mask = (1 << half) - 1
+            halves = {"lo": [o & mask for o in offsets], "hi": [o >> half for o in offsets]}
+            out = []
+            for part, values in halves.items():
+                distinct = sorted(set(values))
+                reg_ = Signal(len(distinct), name=f"{name}_{part}", attrs=KEEP_APART if keep else None)
+                bits = addr[:half] if part == "lo" else addr[half:]
+                m.d.sync += reg_.eq(Cat(bits == v for v in distinct))
+                out.append(Cat(reg_[distinct.index(v)] for v in values))
+            return out
 
         w_lo, w_hi = half_matches(axil.w_addr, [r.offset for r in writable], "w_match")
         w_bad = Signal()
@@ -183,7 +190,8 @@ class AxiAccelerator(wiring.Component):
         # compare in one stage, or a 24-bit compare with 0 in front of the check's OR, were
         # routed worst paths, 7.7, 7.1 and 6.3 ns.)
         checked = {"k": k, "n": n, "mt": mt, "base": base, "act_min": out["act_min"], "act_max": out["act_max"]}
-        chk = {name: Signal.like(v, name=f"dup_chk_{name}", reset_less=True) for name, v in checked.items()}
+        chk = {name: Signal.like(v, attrs=KEEP_APART, name=f"dup_chk_{name}", reset_less=True)
+               for name, v in checked.items()}
         m.d.sync += [chk[name].eq(v) for name, v in checked.items()]
         checks = {name: Signal(name=f"bad_{name.lower()}") for name in ("DESC_K", "DESC_TILES", "DESC_TABLE",
                                                                            "DESC_BOUNDS")}
@@ -219,7 +227,7 @@ class AxiAccelerator(wiring.Component):
         last_out = Signal(len(out_bits), name="last_queued_output")
         with m.If(push):
             m.d.sync += last_out.eq(out_bits)
-        chk_out = Signal(len(out_bits), reset_less=True, name="dup_chk_output")
+        chk_out = Signal(len(out_bits), reset_less=True, attrs=KEEP_APART, name="dup_chk_output")
         m.d.sync += chk_out.eq(out_bits)
         out_eq = Signal(-(-len(out_bits) // 2), reset_less=True, name="chk_output_eq")
         m.d.sync += out_eq.eq(Cat(chk_out[i:i + 2] == last_out[i:i + 2] for i in range(0, len(out_bits), 2)))
@@ -235,7 +243,7 @@ class AxiAccelerator(wiring.Component):
         # CONTROL.CLEAR_COUNTERS written in the cycle before, or reset: a register per counter
         # (dup_clear_*, each beside its counter rather than one driving all seven; high in reset,
         # so it is the counter's only clear)
-        clears = {name: Signal(init=1, name=f"dup_clear_{name.lower()}") for name in counter_names}
+        clears = {name: Signal(init=1, attrs=KEEP_APART, name=f"dup_clear_{name.lower()}") for name in counter_names}
         busy_d, stalled_d, done_d = Signal(), Signal(), Signal()
         # (TVALID sampled with the steps, two registers deep)
         act_idle_d, wts_idle_d = delay_lines(m, 2, [Line(~self.s_axis_act_tvalid, "act_idle_d"),
@@ -246,7 +254,8 @@ class AxiAccelerator(wiring.Component):
         # cycle late, with the streams' TVALID sampled alongside)
         within = Signal()
         m.d.sync += within.eq((within | step_d) & ~final_step)
-        starved = {name: Signal(name=f"dup_inc_{name.lower()}") for name in ("ACT_STARVED", "WTS_STARVED")}
+        starved = {name: Signal(attrs=KEEP_APART, name=f"dup_inc_{name.lower()}")
+                   for name in ("ACT_STARVED", "WTS_STARVED")}
         m.d.sync += [starved["ACT_STARVED"].eq(within & act_idle_d), starved["WTS_STARVED"].eq(within & wts_idle_d)]
         # Each counter's increment is a flip-flop, its enable (as an operand of the add, it went
         # through the 32-bit carry chain: 6.5 ns routed)
@@ -337,14 +346,15 @@ class AxiAccelerator(wiring.Component):
         readable = [r for r in REGISTERS if r.name in fixed or r.name in live]
         values = [Const(fixed[r.name], 32) if r.name in fixed else Value.cast(live[r.name]) for r in readable]
         groups = [list(range(k, min(k + 4, len(values)))) for k in range(0, len(values), 4)]
-        addrs = [Signal(ADDR_WIDTH, name=f"dup_r_addr{k}", reset_less=True) for k in range(len(groups) + 1)]
+        addrs = [Signal(ADDR_WIDTH, attrs=KEEP_APART, name=f"dup_r_addr{k}", reset_less=True)
+                 for k in range(len(groups) + 1)]
         with m.If(axil.r_stb):
             m.d.sync += [a.eq(axil.r_addr) for a in addrs]
 
         def matches(addr, offsets, name):
             """Registers: each offset's match with ``addr``, from its two halves' compares a stage before."""
-            lo, hi = half_matches(addr, offsets, name)
-            both = Signal(len(offsets), name=f"{name}_sel")
+            lo, hi = half_matches(addr, offsets, name, keep=True)
+            both = Signal(len(offsets), name=f"{name}_sel", attrs=KEEP_APART)
             m.d.sync += both.eq(lo & hi)
             return both
 
@@ -360,7 +370,7 @@ class AxiAccelerator(wiring.Component):
         # (inverted, `clear`: each value register's synchronous reset is then the flip-flop itself,
         # where a select needed a LUT in front of the reset input, and that LUT's route to the
         # value across the die was the 8x8 AXI top's worst path at 8a431b2 (seeds 1 and 2))
-        clears = [Signal(init=1, name=f"dup_r_clear{n}") for n in range(len(values))]
+        clears = [Signal(init=1, attrs=KEEP_APART, name=f"dup_r_clear{n}") for n in range(len(values))]
         for k, g in enumerate(groups):
             m.d.sync += [clears[n].eq(~onehots[k][i]) for i, n in enumerate(g)]
         selected = [Signal(32, name=f"r_value{n}", reset_less=True) for n in range(len(values))]

@@ -11,6 +11,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .ecp5_ram import LUTRAM_BITS, LUTRAM_DEPTH, dp16kd
+from .pipeline import KEEP_APART
 
 __all__ = ["ChannelEntry", "ChannelTable", "config_layout"]
 
@@ -72,7 +73,7 @@ class ChannelTable(wiring.Component):
             r_data_bits = Signal(18 * _DP16KD_COUNT)
             m.d.comb += r_data.eq(r_data_bits[:ChannelEntry.size])
             for k in range(_DP16KD_COUNT):
-                addr = Signal(range(self.depth), name=f"dup_addr{k}", reset_less=True)
+                addr = Signal(range(self.depth), attrs=KEEP_APART, name=f"dup_addr{k}", reset_less=True)
                 m.d.sync += addr.eq(self.r_addr)
                 m.submodules[f"bram{k}"] = dp16kd(self.w_addr, w_data[18 * k:18 * k + 18], self.w_en[0],
                                                    addr, r_data_bits[18 * k:18 * k + 18])
@@ -81,7 +82,7 @@ class ChannelTable(wiring.Component):
             mem = Memory(shape=ChannelEntry, depth=self.depth, init=[], attrs={"ram_style": self.ram})
             m.submodules.bank0 = mem
             wp, rp = mem.write_port(), mem.read_port()
-            addr = Signal(range(self.depth), name="dup_addr0", reset_less=True)
+            addr = Signal(range(self.depth), attrs=KEEP_APART, name="dup_addr0", reset_less=True)
             m.d.sync += [addr.eq(self.r_addr), r_data.eq(rp.data)]
             m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), wp.en.eq(self.w_en[0]),
                          rp.addr.eq(addr)]
@@ -97,8 +98,8 @@ class ChannelTable(wiring.Component):
             m.submodules[f"bank{b}"] = mem
             wp, rp = mem.write_port(), mem.read_port(domain="comb")
             # (dup_: every lane's table has the same addresses and misses, Yosys would merge them)
-            addr = Signal(range(depth), name=f"dup_addr{b}", reset_less=True)
-            miss = Signal(name=f"dup_miss{b}", reset_less=True)
+            addr = Signal(range(depth), attrs=KEEP_APART, name=f"dup_addr{b}", reset_less=True)
+            miss = Signal(attrs=KEEP_APART, name=f"dup_miss{b}", reset_less=True)
             m.d.sync += [addr.eq(self.r_addr), miss.eq(~self.in_bank(self.r_addr, b))]
             m.d.comb += [wp.addr.eq(self.w_addr), wp.data.eq(self.w_data), rp.addr.eq(addr),
                          wp.en.eq(self.w_en[b])]

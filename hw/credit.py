@@ -13,7 +13,7 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
-from .pipeline import delayed
+from .pipeline import KEEP_APART, delayed
 
 __all__ = ["CreditCounter"]
 
@@ -41,8 +41,8 @@ class CreditCounter(wiring.Component):
         # with a constant. Both lag; the compare leaves room for the tiles admitted meanwhile,
         # and reads counted late only make it stricter.
         reserved = Signal(range(self.depth + 1))
-        credit = Signal(init=1, name="dup_credit")
-        credit_r = Signal(init=1, name="dup_credit_r")
+        credit = Signal(init=1, attrs=KEEP_APART, name="dup_credit")
+        credit_r = Signal(init=1, attrs=KEEP_APART, name="dup_credit_r")
         read = delayed(m, self.read, self.RETURN, "read_d")
         delta = Signal(range(-1, R + 1))
         # (each bit of the change a function of `admit` and `read`: a multiplexer of constants,

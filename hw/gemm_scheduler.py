@@ -34,6 +34,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .pipeline import KEEP_APART
 from .result_framer import counts_layout
 from .ring import ring
 
@@ -152,7 +153,7 @@ class GemmScheduler(wiring.Component):
         m.d.sync += done.eq(self.done)
         _, f_tail, f_count, f_valid = ring(m, F, launch, done, "f")
         # (a write enable register per entry, made with `launch`: see `ending` below)
-        f_we = [Signal(name=f"dup_f_we{i}") for i in range(F)]
+        f_we = [Signal(attrs=KEEP_APART, name=f"dup_f_we{i}") for i in range(F)]
         for i, we in enumerate(f_we):
             with m.If(we):
                 m.d.sync += [getattr(flight[i], f).eq(getattr(head, f)) for f in Flight.members]
@@ -172,7 +173,7 @@ class GemmScheduler(wiring.Component):
         # five cycles after any write's strobe (AXI4-Lite writes being serial, see
         # hw.axi_top.WRITE_LATENCY), so after any push or change of `check_row`; entries leaving
         # only make it stricter. (The AXI top's testbench commits at a push's heels.)
-        check_row = Signal.like(self.check_row, name="dup_check_row", reset_less=True)
+        check_row = Signal.like(self.check_row, attrs=KEEP_APART, name="dup_check_row", reset_less=True)
         m.d.sync += check_row.eq(self.check_row)
         entries = [(q_valid[i], rows[i].base, rows[i].end) for i in range(Q)]
         entries += [(f_valid[i], flight[i].base, flight[i].end) for i in range(F)]
@@ -219,7 +220,7 @@ class GemmScheduler(wiring.Component):
         # (`cur` loads with copies of `launch`, dup_launch*, each for 32 bits of it)
         cur_bits, head_bits = cur.as_value(), head.as_value()
         for n, lo in enumerate(range(0, len(cur_bits), 32)):
-            copy = Signal(name=f"dup_launch{n}")
+            copy = Signal(attrs=KEEP_APART, name=f"dup_launch{n}")
             m.d.sync += copy.eq(ending & may_launch)
             with m.If(copy):
                 m.d.sync += cur_bits[lo:lo + 32].eq(head_bits[lo:lo + 32])

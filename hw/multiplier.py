@@ -32,6 +32,8 @@ from amaranth import ClockSignal, Const, Instance, Module, Signal, signed
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .pipeline import KEEP_APART
+
 __all__ = ["DSP_KINDS", "Multiplier"]
 
 DSP_KINDS = ("generic", "ecp5")
@@ -78,12 +80,12 @@ class Multiplier(wiring.Component):
         in ``copies`` copies."""
         # (named dup_*: fpga.synth keeps both copies, Yosys would merge them)
         for n in range(stages - 1):
-            reg = Signal.like(self.p, reset_less=True, name=f"dup_p{n + 2}")
+            reg = Signal.like(self.p, reset_less=True, attrs=KEEP_APART, name=f"dup_p{n + 2}")
             with m.If(self.en):
                 m.d.sync += reg.eq(product)
             product = reg
         for port, name in (("p", "dup_pf"), ("p_copy", "dup_pf_copy"))[:self.copies]:
-            reg = Signal.like(self.p, reset_less=True, name=name)
+            reg = Signal.like(self.p, reset_less=True, attrs=KEEP_APART, name=name)
             with m.If(self.en):
                 m.d.sync += reg.eq(product)
             m.d.comb += getattr(self, port).eq(reg)

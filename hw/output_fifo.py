@@ -13,12 +13,12 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .ecp5_ram import DP16KD_DEPTH, LUTRAM_DEPTH, dp16kd
-from .pipeline import Line, delay_lines, delayed
+from .pipeline import KEEP_APART, Line, delay_lines, delayed
 
 __all__ = ["OutputFIFO", "RowFIFO", "nonempty_flag"]
 
 
-def nonempty_flag(m, add, remove, limit, name):
+def nonempty_flag(m, add, remove, limit, name, keep=False):
     """A register that is 1 exactly when a count, 0 after reset and moved by ``add - remove``
     each cycle (1-bit signals), is not zero; the count stays within 0..``limit``.
 
@@ -26,16 +26,17 @@ def nonempty_flag(m, add, remove, limit, name):
     multiplexer of ``add``/``remove`` follows its adder; whether the count is 1, which the flag
     needs when the count goes down, follows from the registered change and flags for the
     delayed count being 0, 1 or 2 (registers too)."""
-    count_d = Signal(range(limit + 1), name=f"{name}_d")
-    change = Signal(range(-1, 2), name=f"{name}_change")
+    attrs = KEEP_APART if keep else None
+    count_d = Signal(range(limit + 1), name=f"{name}_d", attrs=attrs)
+    change = Signal(range(-1, 2), name=f"{name}_change", attrs=attrs)
     m.d.sync += [change.eq(add - remove), count_d.eq(count_d + change)]
-    is0, is1, is2 = (Signal(init=n == 0, name=f"{name}_is{n}") for n in range(3))
+    is0, is1, is2 = (Signal(init=n == 0, name=f"{name}_is{n}", attrs=attrs) for n in range(3))
     with m.If(change == 1):
         m.d.sync += [is0.eq(0), is1.eq(is0), is2.eq(is1)]
     with m.Elif(change == -1):
         m.d.sync += [is0.eq(is1), is1.eq(is2), is2.eq(count_d == 3)]
     count_is_1 = Mux(change == 1, is0, Mux(change == -1, is2, is1))
-    nonempty = Signal(name=f"{name}_nonempty")
+    nonempty = Signal(name=f"{name}_nonempty", attrs=attrs)
     with m.If(add & ~remove):
         m.d.sync += nonempty.eq(1)
     with m.Elif(remove & ~add):
@@ -64,17 +65,18 @@ class RowFIFO(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         # wrap at depth; dup_: several FIFOs run in lockstep and must keep their own copies
-        produce = Signal(range(self.depth), name="dup_produce")
-        consume = Signal(range(self.depth), name="dup_consume")
+        produce = Signal(range(self.depth), attrs=KEEP_APART, name="dup_produce")
+        consume = Signal(range(self.depth), attrs=KEEP_APART, name="dup_consume")
         # entries != 0, as a register (no compare in front of the read enables, and the read does
         # not reach the count's adder)
         do_read = Signal()
-        nonempty = nonempty_flag(m, self.w_en, do_read, self.depth, "dup_level")
+        nonempty = nonempty_flag(m, self.w_en, do_read, self.depth, "dup_level", keep=True)
         m.d.comb += [self.r_rdy.eq(nonempty), do_read.eq(nonempty & self.r_en)]
         # (`r_rdy_copy`: the same flag from registers of its own, for a user of ``r_rdy & r_en``
         # elsewhere on the die, which would otherwise share this FIFO's read-enable LUT)
         if self._copy:
-            m.d.comb += self.r_rdy_copy.eq(nonempty_flag(m, self.w_en, do_read, self.depth, "dup_level_copy"))
+            m.d.comb += self.r_rdy_copy.eq(nonempty_flag(m, self.w_en, do_read, self.depth, "dup_level_copy",
+                                                         keep=True))
         with m.If(self.w_en):
             m.d.sync += produce.eq(produce + 1)
         with m.If(do_read):
@@ -125,12 +127,12 @@ class OutputFIFO(wiring.Component):
         m.submodules.queue = queue = RowFIFO(width=self.width, depth=Q, attrs={"ram_style": self.ram},
                                              r_rdy_copy=self._copy)
         # (dup_: the lanes' FIFOs run in lockstep; Yosys would merge their identical registers)
-        produce = Signal(range(M), name="dup_produce")
-        consume = Signal(range(M), name="dup_consume")
-        room = Signal(init=1, name="dup_room")  # fewer than Q rows issued and not read: a register
+        produce = Signal(range(M), attrs=KEEP_APART, name="dup_produce")
+        consume = Signal(range(M), attrs=KEEP_APART, name="dup_consume")
+        room = Signal(init=1, attrs=KEEP_APART, name="dup_room")  # fewer than Q rows issued and not read: a register
         issue, read = Signal(), Signal()
         # rows in the memory (written, not issued) != 0, as a register
-        nonempty = nonempty_flag(m, self.w_en, issue, M, "dup_level")
+        nonempty = nonempty_flag(m, self.w_en, issue, M, "dup_level", keep=True)
         m.d.comb += [issue.eq(nonempty & room), read.eq(self.r_en & queue.r_rdy)]
         with m.If(self.w_en):
             m.d.sync += produce.eq(produce + 1)
@@ -139,9 +141,9 @@ class OutputFIFO(wiring.Component):
         # The credit comes back through _RETURN registers (so the queue may sit away from the memory).
         # The issued rows are counted the same way, a cycle behind, and `room` a cycle after the
         # count: in cycle t it has seen the issues up to t - 3, so it leaves room for three.
-        read = delayed(m, read, self._RETURN, "dup_read_d")
-        issued_d = Signal(range(Q + 1), name="dup_issued_d")
-        issued_change = Signal(range(-1, 2), name="dup_issued_change")
+        read = delayed(m, read, self._RETURN, "dup_read_d", keep=True)
+        issued_d = Signal(range(Q + 1), attrs=KEEP_APART, name="dup_issued_d")
+        issued_change = Signal(range(-1, 2), attrs=KEEP_APART, name="dup_issued_change")
         m.d.sync += [issued_change.eq(issue - read), issued_d.eq(issued_d + issued_change),
                      room.eq(issued_d <= Q - 3)]
 
@@ -163,10 +165,10 @@ class OutputFIFO(wiring.Component):
             out_reg = Signal(self.width, reset_less=True)
             m.d.sync += out_reg.eq(rp.data)
             m.d.comb += out.eq(out_reg)
-        arrived = Signal(name="dup_arrived")
-        reading = Signal(name="dup_reading")
+        arrived = Signal(attrs=KEEP_APART, name="dup_arrived")
+        reading = Signal(attrs=KEEP_APART, name="dup_reading")
         m.d.sync += [reading.eq(issue), arrived.eq(reading)]
-        arrived, out = delay_lines(m, self._HOPS, [Line(arrived, "dup_hop_valid"),
+        arrived, out = delay_lines(m, self._HOPS, [Line(arrived, "dup_hop_valid", keep=True),
                                                    Line(out, "hop_data", reset_less=True)])
         m.d.comb += [queue.w_data.eq(out), queue.w_en.eq(arrived),
                      self.r_data.eq(queue.r_data), self.r_rdy.eq(queue.r_rdy), queue.r_en.eq(self.r_en),

@@ -1,24 +1,33 @@
 """Delay lines: values registered a number of cycles, each register named ``f"{name}{n}"`` (n from 1).
 
 Used wherever the RTL moves values one register per cycle on purpose (skew, transit between
-distant blocks, credits returned a few cycles late); names starting with ``dup_`` keep Yosys
-from merging a line with an identical one elsewhere (see :data:`fpga.synth.KEEP`).
+distant blocks, credits returned a few cycles late).
+
+:data:`KEEP_APART` marks a register that copies another on purpose (one copy near each group of
+its loads, to cut fanout and long routes): synthesis would otherwise merge identical registers
+back into one. The attributes travel in the exported Verilog, one for each flow: Yosys ``keep``
+(``fpga.synth`` keeps every flip-flop driving such a wire), Vivado ``DONT_TOUCH``, Quartus
+``preserve``. By convention such registers are also named ``dup_*``.
 """
 
 from typing import NamedTuple
 
 from amaranth import Signal
 
-__all__ = ["Line", "delay_lines", "delayed"]
+__all__ = ["KEEP_APART", "Line", "delay_lines", "delayed"]
+
+KEEP_APART = {"keep": 1, "DONT_TOUCH": "true", "preserve": 1}
 
 
 class Line(NamedTuple):
     """One delay line of :func:`delay_lines`: its input, register name prefix, register shape
-    (``None``: the input's) and whether its registers are reset."""
+    (``None``: the input's), whether its registers are reset and whether they are copies kept apart
+    (:data:`KEEP_APART`)."""
     value: object
     name: str
     shape: object = None
     reset_less: bool = False
+    keep: bool = False
 
 
 def delay_lines(m, cycles, lines):
@@ -27,12 +36,13 @@ def delay_lines(m, cycles, lines):
     values = [line.value for line in lines]
     for n in range(1, cycles + 1):
         regs = [Signal(v.shape() if line.shape is None else line.shape, name=f"{line.name}{n}",
-                       reset_less=line.reset_less) for v, line in zip(values, lines, strict=True)]
+                       reset_less=line.reset_less, attrs=KEEP_APART if line.keep else None)
+                for v, line in zip(values, lines, strict=True)]
         m.d.sync += [reg.eq(v) for reg, v in zip(regs, values, strict=True)]
         values = regs
     return values
 
 
-def delayed(m, value, cycles, name, *, shape=None, reset_less=False):
+def delayed(m, value, cycles, name, *, shape=None, reset_less=False, keep=False):
     """``value`` through ``cycles`` registers (see :func:`delay_lines`); returns the last one."""
-    return delay_lines(m, cycles, [Line(value, name, shape, reset_less)])[0]
+    return delay_lines(m, cycles, [Line(value, name, shape, reset_less, keep)])[0]

