@@ -146,7 +146,8 @@ CHECKS = ("hierarchy -top top; proc; flatten; "
 KEEP = "opt_clean; setattr -set keep 1 w:* a:keep %i %ci2 t:$dff t:$sdff %u %i"
 # The keep wires of the flattened RTL alone (kept_rtl.json), for :func:`kept_copies`: wires that are
 # aliases of one register share its bits there.
-KEPT_RTL = "design -save rtl; delete t:*; opt_clean -purge; select -module top; write_json -selected kept_rtl.json; select -clear; design -load rtl"
+KEPT_RTL = ("design -save rtl; delete t:*; opt_clean -purge; select -module top; write_json -selected kept_rtl.json; "
+            "select -clear; design -load rtl")
 
 # Then drop the alias wires before technology mapping. Amaranth names each element of an
 # array-shaped signal `x[j]` next to the whole `x`, so a bit has two names that read alike
@@ -361,7 +362,8 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
 
     log(f"[{name}] yosys {spec['yosys'].split()[0]} ...")
     _run([yosys, "-q", "-l", "yosys.log", "-p",
-          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {KEEP}; {KEPT_RTL}; {PURGE}; {spec['yosys']} -json top.json; "
+          f"read_verilog top.v; {spec['cells']}; {CHECKS}; {KEEP}; {KEPT_RTL}; {PURGE}; "
+          f"{spec['yosys']} -json top.json; "
           "check -assert; tee -q -o stat.json stat -json"],
          work / "yosys.stdout", "yosys synthesis", cwd=work)
     counts = _yosys_counts(work / "stat.json")
@@ -389,7 +391,8 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
         "core": {"luts": counts["luts"] - wrapper["luts"], "ffs": counts["ffs"] - wrapper["ffs"]},
         "dsps": counts["cells"].get(spec["dsp_cell"], 0), "brams": None, "placed": None,
         "fmax_mhz": None, "target_mhz": freq, "critical_path": None, "seed": None, "router": router,
-        "yosys_cells": counts["cells"], "kept_registers": kept["registers"], "seconds": {"synth": round(t_synth, 1), "pnr": None},
+        "yosys_cells": counts["cells"], "kept_registers": kept["registers"],
+        "seconds": {"synth": round(t_synth, 1), "pnr": None},
         "tools": {"yosys": _version([yosys, "-V"]), "nextpnr": _version([nextpnr, "--version"])},
     }
     if result["dsps"] > spec["dsps_available"]:

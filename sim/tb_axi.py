@@ -243,6 +243,10 @@ async def registers(dut):
     for name in ("DESC_K", "DESC_OUTPUT", "TABLE_BIAS"):
         await d.write(name, 0x00ABCDEF)
         assert await d.read(name) == 0x00ABCDEF, f"{name} does not read back"
+        # bits outside the register's fields read 0
+        fields = sum(f.mask for f in reg(name).fields) if reg(name).fields else 0xFFFFFFFF
+        await d.write(name, 0xFFFFFFFF)
+        assert await d.read(name) == fields, f"{name} reads {await d.read(name):#x} after 0xFFFFFFFF, want {fields:#x}"
     tb.write_results("registers")
 
 
