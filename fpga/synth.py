@@ -139,12 +139,13 @@ CHECKS = ("hierarchy -top top; proc; flatten; "
 
 
 # Registers copied on purpose to cut fanout (hw.pipeline.KEEP_APART: per-bank table addresses
-# and FIFO read pointers, per-lane settings, per-cell flags) carry a `keep` attribute on their
-# wires in the exported Verilog. A keep on a wire does not stop Yosys' opt_merge from folding two
-# identical flip-flops into one (it keeps the wire, driven by the survivor), so the flip-flops
-# driving such wires are marked keep too, after `proc`. :func:`kept_copies` checks the result.
-KEEP = "opt_clean; setattr -set keep 1 w:* a:keep %i %ci2 t:$dff t:$sdff %u %i"
-# The keep wires of the flattened RTL alone (kept_rtl.json), for :func:`kept_copies`: wires that are
+# and FIFO read pointers, per-lane settings, per-cell flags) carry a DONT_TOUCH attribute on their
+# wires in the exported Verilog. Yosys' opt_merge would fold identical flip-flops into one, so the
+# flip-flops driving such wires are marked keep, after `proc` (a keep on the wire would not stop
+# the merge). :func:`kept_copies` checks the result.
+KEEP_ATTRIBUTE = "DONT_TOUCH"
+KEEP = f"opt_clean; setattr -set keep 1 w:* a:{KEEP_ATTRIBUTE} %i %ci2 t:$dff t:$sdff %u %i"
+# The kept wires of the flattened RTL alone (kept_rtl.json), for :func:`kept_copies`: wires that are
 # aliases of one register share its bits there.
 KEPT_RTL = ("design -save rtl; delete t:*; opt_clean -purge; select -module top; write_json -selected kept_rtl.json; "
             "select -clear; design -load rtl")
@@ -167,41 +168,56 @@ def _attribute_set(value):
 
 
 def _kept_bits(netlist):
-    """``{(wire, bit index): net}`` for every bit of every wire with a ``keep`` attribute, and each net's driver."""
+    """``{(wire, bit index): net}`` for every bit of every wire with :data:`KEEP_ATTRIBUTE`, and each net's
+    driving cell (its type and input nets)."""
     bits, drivers = {}, {}
     for module in netlist["modules"].values():
         for cell in module.get("cells", {}).values():
-            for port, direction in cell.get("port_directions", {}).items():
+            dirs = cell.get("port_directions", {})
+            inputs = [b for port, d in dirs.items() if d == "input" for b in cell["connections"][port]]
+            for port, direction in dirs.items():
                 if direction == "output":
                     for b in cell["connections"][port]:
-                        drivers[b] = cell["type"]
+                        drivers[b] = (cell["type"], inputs)
         for name, net in module.get("netnames", {}).items():
-            if _attribute_set(net.get("attributes", {}).get("keep")):
+            if _attribute_set(net.get("attributes", {}).get(KEEP_ATTRIBUTE)):
                 bits.update({(name, i): b for i, b in enumerate(net["bits"])})
     return bits, drivers
+
+
+def _from_flip_flop(net, drivers):
+    """Whether ``net`` is a flip-flop's output, or a LUT's whose inputs are all flip-flops' or constants
+    (iCE40 flip-flops start at 0: one that starts at 1 is stored inverted, a LUT inverting its output)."""
+    kind, inputs = drivers.get(net, ("", []))
+    if kind.startswith(YOSYS_FF_PREFIX):
+        return True
+    return kind in YOSYS_LUTS and all(isinstance(b, str) or drivers.get(b, ("",))[0].startswith(YOSYS_FF_PREFIX)
+                                      for b in inputs)
 
 
 def kept_copies(rtl, netlist):
     """Whether synthesis kept apart the registers the RTL keeps apart. ``rtl`` is the Yosys JSON of the
     flattened RTL's keep wires (:data:`KEPT_RTL`), ``netlist`` the synthesized one (dicts). Returns
-    ``{"registers": n, "merged": [...], "not_ff": [...]}``: n the flip-flop bits the RTL keeps (wires that are
-    aliases of one register count once); ``merged``, wires of two RTL registers driven by one net after
-    synthesis; ``not_ff``, kept wires that synthesis left driven by something other than a flip-flop (a
-    register whose input is constant becomes that constant, which is not counted)."""
+    ``{"registers": n, "merged": [...], "missing": [...], "not_ff": [...]}``: n the flip-flop bits the RTL
+    keeps (wires that are aliases of one register count once); ``merged``, wires of two RTL registers driven
+    by one net after synthesis; ``missing``, kept wires the netlist no longer has (merged into another, whose
+    name survived, or removed); ``not_ff``, kept wires that synthesis left driven by something other than a
+    flip-flop (a register whose input is constant becomes that constant, which is not counted)."""
     rtl_bits, _ = _kept_bits(rtl)
     final_bits, drivers = _kept_bits(netlist)
     owners, merged, not_ff = {}, set(), set()
     for key, net in final_bits.items():
         if isinstance(net, str):  # a constant
             continue
-        if not str(drivers.get(net, "")).startswith(YOSYS_FF_PREFIX):
+        if not _from_flip_flop(net, drivers):
             not_ff.add(key[0])
         if key in rtl_bits:
             first = owners.setdefault(net, (rtl_bits[key], key[0]))
             if first[0] != rtl_bits[key]:
                 merged.add(f"{first[1]} / {key[0]}")
     registers = len({b for b in rtl_bits.values() if not isinstance(b, str)})
-    return {"registers": registers, "merged": sorted(merged), "not_ff": sorted(not_ff)}
+    missing = sorted({key[0] for key, b in rtl_bits.items() if key not in final_bits and not isinstance(b, str)})
+    return {"registers": registers, "merged": sorted(merged), "missing": missing, "not_ff": sorted(not_ff)}
 
 
 def check_verilog(path, top="top", log_path=None):
@@ -368,9 +384,10 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
          work / "yosys.stdout", "yosys synthesis", cwd=work)
     counts = _yosys_counts(work / "stat.json")
     kept = kept_copies(json.loads((work / "kept_rtl.json").read_text()), json.loads((work / "top.json").read_text()))
-    if kept["merged"] or kept["not_ff"]:
+    if kept["merged"] or kept["missing"] or kept["not_ff"]:
         raise SynthError(f"[{name}] synthesis merged or removed registers the RTL keeps apart (hw.pipeline.KEEP_APART):"
-                         f" merged {kept['merged'][:5]}, not flip-flops {kept['not_ff'][:5]}")
+                         f" merged {kept['merged'][:5]}, missing {kept['missing'][:5]}, not flip-flops "
+                         f"{kept['not_ff'][:5]}")
     # The wrapper alone: the same script with the core left as a black box.
     _run([yosys, "-q", "-p",
           f"read_verilog top.v; hierarchy -top top; blackbox {core_module}; "

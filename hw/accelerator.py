@@ -52,6 +52,7 @@ from .array import SystolicArray
 from .channel_table import ChannelEntry, ChannelTable, config_layout
 from .credit import CreditCounter
 from .ecp5_ram import DP16KD_DEPTH
+from .gemm_control import gemm_control
 from .multiplier import DSP_KINDS
 from .output_fifo import OutputFIFO
 from .pipeline import KEEP_APART, Line, delay_lines
@@ -107,17 +108,7 @@ class Accelerator(wiring.Component):
             "wts": In(stream.Signature(data.ArrayLayout(signed(8), cols))),
             "cfg": In(stream.Signature(config_layout(cols, max_col_tiles))),
             "res": Out(stream.Signature(data.ArrayLayout(signed(32), cols))),
-            "k_steps": In(24),
-            "n_tiles": In(range(max_col_tiles + 1)),
-            "output_offset": In(signed(8)),
-            "act_min": In(signed(8)),
-            "act_max": In(signed(8)),
-            "bypass": In(1),
-            "depthwise": In(1),
-            "table_base": In(range(max(max_col_tiles, 2))),
-            "hold": In(1),
-            "admit": Out(1),
-            "tile_end": Out(1),
+            "gemm": In(gemm_control(max_col_tiles)),
         })
 
     @classmethod
@@ -231,7 +222,8 @@ class Accelerator(wiring.Component):
         # (with one per lane, the route from it to the lane's 32-bit offset adder, which its sign
         # bit drives 25 bits of, was the 8x8's worst path in a placement, 3 ns). They are stable
         # from three cycles before a layer's first step, which reaches the lanes far later.
-        settings = [self.output_offset, self.act_min, self.act_max, self.bypass]
+        g = self.gemm.settings
+        settings = [g.output_offset, g.act_min, g.act_max, g.bypass]
         setting_names = ("output_offset", "act_min", "act_max", "bypass")
         n_groups = -(-C // 4)
 
@@ -298,14 +290,14 @@ class Accelerator(wiring.Component):
         # Credits (hw.credit) and the sequencer (hw.sequencer).
         m.submodules.credit = credit = CreditCounter(rows=R, limit=self._credit_limit, depth=self.fifo_depth)
         m.submodules.seq = seq = Sequencer(min_tile_steps=self.min_tile_steps, max_col_tiles=self.max_col_tiles,
-                                           k_width=len(self.k_steps))
+                                           k_width=len(self.gemm.settings.k_steps))
         m.d.comb += [
             seq.act_valid.eq(self.act.valid), seq.wts_valid.eq(self.wts.valid),
             self.act.ready.eq(seq.act_ready), self.wts.ready.eq(seq.wts_ready),
-            seq.k_steps.eq(self.k_steps), seq.n_tiles.eq(self.n_tiles), seq.table_base.eq(self.table_base),
-            seq.hold.eq(self.hold), seq.credit.eq(credit.credit), seq.credit_r.eq(credit.credit_r),
+            seq.k_steps.eq(g.k_steps), seq.n_tiles.eq(g.n_tiles), seq.table_base.eq(g.table_base),
+            seq.hold.eq(self.gemm.hold), seq.credit.eq(credit.credit), seq.credit_r.eq(credit.credit_r),
             credit.admit.eq(seq.admit), credit.read.eq(self.res.valid & self.res.ready),
-            self.admit.eq(seq.admit), self.tile_end.eq(seq.tile_end),
+            self.gemm.admit.eq(seq.admit), self.gemm.tile_end.eq(seq.tile_end),
         ]
         # Input register: the step enters the array one cycle after it is accepted (only the flags reset).
         a_in = Signal.like(array.a, reset_less=True)
@@ -313,6 +305,6 @@ class Accelerator(wiring.Component):
         tag_in = Signal.like(array.tag, reset_less=True)
         m.d.comb += [array.a.eq(a_in), array.w.eq(w_in), array.tag.eq(tag_in)]
         m.d.sync += [array.flags.valid.eq(seq.step), array.flags.last.eq(seq.last),
-                     array.flags.depthwise.eq(self.depthwise),
+                     array.flags.depthwise.eq(g.depthwise),
                      tag_in.eq(seq.tag), a_in.eq(self.act.payload), w_in.eq(self.wts.payload)]
         return m

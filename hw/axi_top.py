@@ -89,7 +89,7 @@ class AxiAccelerator(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         m.submodules.core = core = self.core
-        m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles, k_width=len(core.k_steps),
+        m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles,
                                                    min_tile_steps=core.min_tile_steps,
                                                    queue_depth=self.queue_depth, flight_depth=self.flight_depth)
         m.submodules.framer = framer = ResultFramer(self.rows, n_width=len(sched.counts.n_tiles),
@@ -114,11 +114,8 @@ class AxiAccelerator(wiring.Component):
             framer.push.eq(sched.launched), framer.counts.eq(sched.counts),
             sched.done.eq(framer.done),
         ]
-        # The running GEMM's settings, from the scheduler.
-        m.d.comb += [getattr(core, f).eq(getattr(sched, f)) for f in
-                     ("k_steps", "n_tiles", "table_base", "depthwise", "output_offset", "act_min", "act_max",
-                      "bypass", "hold")]
-        m.d.comb += [sched.admit.eq(core.admit), sched.tile_end.eq(core.tile_end)]
+        # The running GEMM's settings and the tile handshake, between the scheduler and the core.
+        wiring.connect(m, sched.gemm, core.gemm)
 
         # Descriptors: the staged DESC_* registers checked, then queued.
         m.d.comb += [check.staged.k.eq(regs.desc_k.k), check.staged.n_tiles.eq(regs.desc_n_tiles.n_tiles),

@@ -34,6 +34,7 @@ from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
+from .gemm_control import gemm_control
 from .pipeline import KEEP_APART
 from .result_framer import counts_layout
 from .ring import ring
@@ -66,8 +67,9 @@ class GemmScheduler(wiring.Component):
     """Descriptor queue and GEMM launch (see the module docstring).
 
     ``push`` queues ``desc`` in the next cycle (the caller checks it and ``full`` first; ``desc``
-    must hold through that cycle). Core side: the per-GEMM
-    settings and ``hold`` are outputs (registers), ``admit``/``tile_end`` the core's tile pulses.
+    must hold through that cycle). Core side, ``gemm`` (:func:`hw.gemm_control.gemm_control`, joined to
+    the core's with ``wiring.connect``): the per-GEMM settings and ``hold`` are outputs (registers),
+    ``admit``/``tile_end`` the core's tile pulses.
     ``final_step`` is high in the cycle of the core's ``tile_end`` for a GEMM's last step.
     ``launched`` (a register) pulses in the cycle after a launch, with the GEMM's counts
     (``counts``, registers) for the framer; ``done`` (a register, one pulse per GEMM) drops the
@@ -84,7 +86,7 @@ class GemmScheduler(wiring.Component):
         """Cycles from a GEMM's last step to the next one's first (of K = ``k``), at the earliest."""
         return max(self.GAP, self.min_tile_steps - k + 1)
 
-    def __init__(self, *, max_col_tiles, min_tile_steps=2, k_width=24, queue_depth=4, flight_depth=4):
+    def __init__(self, *, max_col_tiles, min_tile_steps=2, queue_depth=4, flight_depth=4):
         self.max_col_tiles, self.queue_depth, self.flight_depth = max_col_tiles, queue_depth, flight_depth
         self.min_tile_steps = min_tile_steps
         Desc = descriptor_layout(max_col_tiles)
@@ -92,11 +94,7 @@ class GemmScheduler(wiring.Component):
             "push": In(1), "desc": In(Desc), "full": Out(1),
             "queued": Out(range(queue_depth + 1)), "in_flight": Out(range(flight_depth + 1)),
             "active": Out(1), "busy": Out(1),
-            "k_steps": Out(k_width), "n_tiles": Out(range(max_col_tiles + 1)), "depthwise": Out(1),
-            "table_base": Out(range(max(max_col_tiles, 2))),
-            "output_offset": Out(signed(8)), "act_min": Out(signed(8)), "act_max": Out(signed(8)), "bypass": Out(1),
-            "hold": Out(1, init=1),
-            "admit": In(1), "tile_end": In(1), "final_step": Out(1),
+            "gemm": Out(gemm_control(max_col_tiles)), "final_step": Out(1),
             "launched": Out(1), "counts": Out(counts_layout(Desc["n_tiles"].shape)), "done": In(1),
             "check_row": In(range(max(max_col_tiles, 2))), "row_busy": Out(1),
         })
@@ -188,9 +186,11 @@ class GemmScheduler(wiring.Component):
         # the next tile to be admitted in its row tile, and the row tiles after its row tile, each
         # with a register flagging zero (so the last tile is known from two flip-flops).
         cur = Signal(Desc)
-        m.d.comb += [self.k_steps.eq(cur.k), self.n_tiles.eq(cur.n_tiles), self.table_base.eq(cur.base),
-                     self.depthwise.eq(cur.depthwise)]
-        m.d.comb += [getattr(self, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
+        hold = Signal(init=1)  # (the core's `hold`: no tile admitted after reset until a GEMM is launched)
+        g = self.gemm.settings
+        m.d.comb += [g.k_steps.eq(cur.k), g.n_tiles.eq(cur.n_tiles), g.table_base.eq(cur.base),
+                     g.depthwise.eq(cur.depthwise)]
+        m.d.comb += [getattr(g, f).eq(getattr(cur, f)) for f in _OUTPUT_FIELDS]
         n_left, m_left = Signal.like(cur.n_m1), Signal(24)
         n_zero, m_zero = Signal(), Signal()
         # (`final_tile` = n_zero & m_zero and `settle_one` = settle == 1, each a register of its own
@@ -248,14 +248,14 @@ class GemmScheduler(wiring.Component):
         idle, settling, running, tail = Signal(init=1), Signal(), Signal(), Signal()
         last_admit, final_d = Signal(), Signal()
         m.d.sync += final_d.eq(self.final_step)
-        m.d.comb += [last_admit.eq(running & self.admit & final_tile),
-                     self.final_step.eq(self.tile_end & (last_admit | tail)),
+        m.d.comb += [last_admit.eq(running & self.gemm.admit & final_tile),
+                     self.final_step.eq(self.gemm.tile_end & (last_admit | tail)),
                      ending.eq(idle | final_d),
                      self.active.eq(~idle)]
         m.d.sync += [idle.eq(ending & ~may_launch),
                      settling.eq(launch | (settling & ~settle_one)),
                      running.eq((settling & settle_one) | (running & ~last_admit)),
-                     tail.eq((last_admit | tail) & ~self.tile_end)]
+                     tail.eq((last_admit | tail) & ~self.gemm.tile_end)]
         with m.If(settling):
             m.d.sync += [settle.eq(settle - 1), settle_one.eq(settle == 2), first_settle.eq(0)]
         # The tile counts change at each admit (tiles come two cycles apart at least) and once
@@ -275,13 +275,13 @@ class GemmScheduler(wiring.Component):
         cur_n_is1, cur_m_is1, n_eq2, m_eq2 = Signal(), Signal(), Signal(), Signal()
         m.d.sync += [cur_n_is1.eq(cur.n_m1 == 1), cur_m_is1.eq(cur.m_m1 == 1), n_eq2.eq(n_left == 2),
                      m_eq2.eq(m_left == 2)]
-        with m.If(load | (self.admit & n_zero)):
+        with m.If(load | (self.gemm.admit & n_zero)):
             m.d.sync += [n_left.eq(cur.n_m1), n_is1.eq(cur_n_is1)]
-        with m.Elif(self.admit):
+        with m.Elif(self.gemm.admit):
             m.d.sync += [n_left.eq(n_left - 1), n_is1.eq(n_eq2)]
         with m.If(load):
             m.d.sync += [m_left.eq(cur.m_m1), m_is1.eq(cur_m_is1)]
-        with m.Elif(self.admit & n_zero):
+        with m.Elif(self.gemm.admit & n_zero):
             m.d.sync += [m_left.eq(m_left - 1), m_is1.eq(m_eq2)]
         nxt_n_zero, nxt_m_zero, nxt_final = Signal(), Signal(), Signal()
         with m.If(~running):
@@ -290,13 +290,13 @@ class GemmScheduler(wiring.Component):
             m.d.sync += [nxt_n_zero.eq(cur.n_one), nxt_m_zero.eq(m_is1), nxt_final.eq(cur.n_one & m_is1)]
         with m.Else():
             m.d.sync += [nxt_n_zero.eq(n_is1), nxt_m_zero.eq(m_zero), nxt_final.eq(n_is1 & m_zero)]
-        with m.If(self.admit | load):
+        with m.If(self.gemm.admit | load):
             m.d.sync += [n_zero.eq(nxt_n_zero), m_zero.eq(nxt_m_zero), final_tile.eq(nxt_final)]
         with m.If(settling & settle_one):
-            m.d.sync += self.hold.eq(0)
+            m.d.sync += hold.eq(0)
         with m.If(last_admit):
             # (K = 1: the tile's first step is its last, and its tile_end comes with its admit)
-            m.d.sync += self.hold.eq(1)
-        m.d.comb += self.busy.eq((count != 0) | self.active | (f_count != 0))
+            m.d.sync += hold.eq(1)
+        m.d.comb += [self.busy.eq((count != 0) | self.active | (f_count != 0)), self.gemm.hold.eq(hold)]
         return m
 

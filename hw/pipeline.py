@@ -5,9 +5,11 @@ distant blocks, credits returned a few cycles late).
 
 :data:`KEEP_APART` marks a register that copies another on purpose (one copy near each group of
 its loads, to cut fanout and long routes): synthesis would otherwise merge identical registers
-back into one. The attributes travel in the exported Verilog, one for each flow: Yosys ``keep``
-(``fpga.synth`` keeps every flip-flop driving such a wire), Vivado ``DONT_TOUCH``, Quartus
-``preserve``. By convention such registers are also named ``dup_*``.
+back into one. The attributes travel in the exported Verilog: Vivado honours ``DONT_TOUCH``,
+Quartus ``preserve``; Yosys has no attribute of a wire that keeps the flip-flop driving it
+(``keep`` keeps the wire, not the flip-flop, and on a wire a multiplier drives it left a driver
+conflict that changed the iCE40 netlist), so ``fpga.synth`` marks keep the flip-flops driving
+``DONT_TOUCH`` wires. By convention such registers are also named ``dup_*``.
 """
 
 from typing import NamedTuple
@@ -16,7 +18,7 @@ from amaranth import Signal
 
 __all__ = ["KEEP_APART", "Line", "delay_lines", "delayed"]
 
-KEEP_APART = {"keep": 1, "DONT_TOUCH": "true", "preserve": 1}
+KEEP_APART = {"DONT_TOUCH": "true", "preserve": 1}
 
 
 class Line(NamedTuple):

@@ -18,9 +18,8 @@ async def write_tables(ctx, dut, problem):
 
 
 def set_layer_registers(ctx, dut, problem):
-    """Drive the per-layer inputs (``k_steps``, ``n_tiles``, ...) with ``problem``'s values."""
-    for name, value in problem.layer_registers(dut.rows, dut.cols).items():
-        ctx.set(getattr(dut, name), value)
+    """Drive the per-layer settings (``gemm.settings``: ``k_steps``, ``n_tiles``, ...) with ``problem``'s values."""
+    ctx.set(dut.gemm.settings, {**problem.layer_registers(dut.rows, dut.cols), "table_base": 0})
 
 
 async def load_layer(ctx, dut, problem):

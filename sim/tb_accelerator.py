@@ -24,6 +24,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import FallingEdge, ReadOnly, RisingEdge
 
 from hw.accelerator import Accelerator, config_layout
+from hw.gemm_control import settings_layout
 from sim import coverage, stimulus
 from sim.host import GemmProblem
 
@@ -172,10 +173,10 @@ class Scoreboard:
 class TB:
     def __init__(self, dut, seed, pauses=PAUSES):
         self.dut = dut
-        # The core's inputs for the AXI top's scheduler: no GEMM held, tables from row 0 (an
-        # undriven input is X on Icarus).
-        dut.hold.value = 0
-        dut.table_base.value = 0
+        # The core's `gemm` inputs (hw.gemm_control): no GEMM held, tables from row 0 (an undriven
+        # input is X on Icarus); the settings are packed by their layout.
+        dut.gemm__hold.value = 0
+        self.settings_layout = settings_layout(MAX_COL_TILES)
         self.rng = np.random.default_rng(seed)
         # fills a GEMM-mode step's unused act bytes (past the first ROWS), which the core must ignore
         self.noise = np.random.default_rng(seed + 1)
@@ -207,8 +208,7 @@ class TB:
     def load(self, problem):
         problem.check_fits(ROWS, COLS, MAX_COL_TILES)
         registers = problem.layer_registers(ROWS, COLS)
-        for name, value in registers.items():
-            getattr(self.dut, name).value = value
+        self.dut.gemm__settings.value = Const.cast(self.settings_layout.const({**registers, "table_base": 0})).value
         self.monitor.begin(registers)
         self.cfg.queue = [Const.cast(self.cfg_layout.const(
             {"addr": a, "lane": lane, "entry": {"bias": b, "multiplier": m, "shift": s}})).value

@@ -43,3 +43,13 @@ def test_axi_top_exports_with_amba_port_names_and_lints_clean(tmp_path):
     rc, out = lint(path)
     assert rc == 0, out
     assert "%Warning" not in out, out
+
+
+def test_gemm_settings_bits_as_documented():
+    """docs/architecture.md gives gemm__settings' fields from bit 0 in this order, and 63 bits at 64 tiles."""
+    from hw.gemm_control import settings_layout
+    layout = settings_layout(64)
+    assert list(layout.members) == ["k_steps", "n_tiles", "table_base", "depthwise", "output_offset", "act_min",
+                                    "act_max", "bypass"]
+    assert [layout[f].width for f in layout.members] == [24, 7, 6, 1, 8, 8, 8, 1]
+    assert layout.size == 63
