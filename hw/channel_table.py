@@ -45,6 +45,9 @@ class ChannelTable(wiring.Component):
     (In LUT RAM the 8x8's tables were 576 of its 896 LUT-RAM cells, and their address nets the
     worst routes once the bank selects were gone: 6.6-7.2 ns.)"""
 
+    READ_LATENCY = 4    # r_data is the entry at r_addr of this many cycles earlier
+    WRITE_LATENCY = 1   # a write with w_en in cycle t is read from cycle t + 1 on (at r_addr then)
+
     def __init__(self, depth, ram, dsp="generic"):
         self.depth, self.ram, self.dsp = depth, ram, dsp
         self.banks = -(-depth // LUTRAM_DEPTH) if ram == "distributed" and dsp != "ecp5" else 1

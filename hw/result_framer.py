@@ -52,6 +52,8 @@ class ResultFramer(wiring.Component):
     ``push`` (with ``counts``) queues a launched GEMM's counts; at most ``depth`` GEMMs are pushed
     and not yet ``done``. ``max_col_tiles`` bounds ``counts.n_tiles``."""
 
+    DONE_LATENCY = 1   # ``done`` pulses this many cycles after a GEMM's last row is transferred
+
     @staticmethod
     def idle(rows):
         """Cycles without a transfer after a GEMM's last row, for an array of ``rows`` rows."""

@@ -39,6 +39,9 @@ class Sequencer(wiring.Component):
     Parameters: ``min_tile_steps`` (>= 2), ``max_col_tiles`` (table depth), ``k_width`` (bits of K).
     """
 
+    ADMIT_LATENCY = 1   # ``admit`` and ``tile_end`` come this many cycles after a tile's first and last step
+    SETTLE = 3          # cycles the settings are stable before a GEMM's first step, at least
+
     def __init__(self, *, min_tile_steps, max_col_tiles, k_width=24):
         assert min_tile_steps >= 2, min_tile_steps
         self.min_tile_steps, self.max_col_tiles = min_tile_steps, max_col_tiles
