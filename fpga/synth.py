@@ -200,9 +200,10 @@ def kept_copies(rtl, netlist):
     flattened RTL's keep wires (:data:`KEPT_RTL`), ``netlist`` the synthesized one (dicts). Returns
     ``{"registers": n, "merged": [...], "missing": [...], "not_ff": [...]}``: n the flip-flop bits the RTL
     keeps (wires that are aliases of one register count once); ``merged``, wires of two RTL registers driven
-    by one net after synthesis; ``missing``, kept wires the netlist no longer has (merged into another, whose
-    name survived, or removed); ``not_ff``, kept wires that synthesis left driven by something other than a
-    flip-flop (a register whose input is constant becomes that constant, which is not counted)."""
+    by one net after synthesis; ``missing``, kept registers none of whose wires the netlist still has (merged
+    into another, whose name survived, or removed); ``not_ff``, kept wires that synthesis left driven by
+    something other than a flip-flop (a register whose input is constant becomes that constant, which is not
+    counted)."""
     rtl_bits, _ = _kept_bits(rtl)
     final_bits, drivers = _kept_bits(netlist)
     owners, merged, not_ff = {}, set(), set()
@@ -216,7 +217,12 @@ def kept_copies(rtl, netlist):
             if first[0] != rtl_bits[key]:
                 merged.add(f"{first[1]} / {key[0]}")
     registers = len({b for b in rtl_bits.values() if not isinstance(b, str)})
-    missing = sorted({key[0] for key, b in rtl_bits.items() if key not in final_bits and not isinstance(b, str)})
+    # a register is missing when none of the wires that name it in the RTL is left
+    names = {}
+    for key, b in rtl_bits.items():
+        if not isinstance(b, str):
+            names.setdefault(b, []).append(key)
+    missing = sorted({keys[0][0] for keys in names.values() if not any(k in final_bits for k in keys)})
     return {"registers": registers, "merged": sorted(merged), "missing": missing, "not_ff": sorted(not_ff)}
 
 

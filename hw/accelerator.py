@@ -69,8 +69,8 @@ class Accelerator(wiring.Component):
     ``max_col_tiles`` (depth of the per-channel tables: N <= max_col_tiles * cols),
     ``ram`` ("distributed" or "block"): the ``ram_style`` attribute of the per-channel tables
     and the output FIFO, a synthesis hint only. "distributed" (LUT RAM) suits ECP5 and Xilinx,
-    where an inferred block RAM's unregistered output (5.8 ns on ECP5) would cap Fmax near
-    150 MHz; "block" suits iCE40, which has no LUT RAM.
+    where an inferred block RAM's unregistered output would cap Fmax well below the target;
+    "block" suits iCE40, which has no LUT RAM.
     ``dsp`` ("generic" or "ecp5"): how the multipliers are built (:mod:`hw.multiplier`) and,
     with "ecp5", the per-channel tables too: ``DP16KD`` block RAMs with their output registers
     (whatever ``ram`` says; see :class:`ChannelTable`). The two are cycle-for-cycle identical.
@@ -199,7 +199,7 @@ class Accelerator(wiring.Component):
         m.submodules.array = array = self._array
 
         # Output FIFOs of result rows, one per lane (all in lockstep, each with its own state,
-        # named dup_* and kept apart by fpga.synth), fed by the requantizer lanes (never stalled)
+        # copies kept apart, KEEP_APART), fed by the requantizer lanes (never stalled)
         # through _TRANSIT_LATENCY free-running registers, so a FIFO need not sit beside its lane.
         # A row written reaches ``res`` OutputFIFO.LATENCY cycles later on an empty FIFO.
         lanes = self._lanes
@@ -213,15 +213,13 @@ class Accelerator(wiring.Component):
             m.d.comb += [fifo.w_data.eq(t_data), fifo.w_en.eq(t_valid),
                          self.res.payload[j].eq(fifo.r_data), fifo.r_en.eq(self.res.ready)]
         # (``res.valid`` from lane 0's flag copy: the stream's consumer and the credit counter AND
-        # it with ``res.ready`` as the FIFOs do with theirs, and from the same flag Yosys made that
-        # one LUT by FIFO 0, which then lay on the route from TREADY to the AXI top's framer: its
-        # worst path in two placements of 3a96026)
+        # it with ``res.ready`` as the FIFOs do with theirs, and from one flag synthesis would make
+        # those one LUT by FIFO 0, between TREADY and the AXI top's framer)
         m.d.comb += self.res.valid.eq(fifos[0].r_rdy_copy)
-        # The per-layer settings reach each lane through three registers (dup_*): one per group of
-        # four lanes, then two per lane, the first near the group's, the second near the lane
-        # (with one per lane, the route from it to the lane's 32-bit offset adder, which its sign
-        # bit drives 25 bits of, was the 8x8's worst path in a placement, 3 ns). They are stable
-        # from three cycles before a layer's first step, which reaches the lanes far later.
+        # The per-layer settings reach each lane through three registers (copies): one per group of
+        # four lanes, then two per lane, the first near the group's, the second near the lane's
+        # 32-bit offset adder. They are stable from three cycles before a layer's first step,
+        # which reaches the lanes far later.
         g = self.gemm.settings
         settings = [g.output_offset, g.act_min, g.act_max, g.bypass]
         setting_names = ("output_offset", "act_min", "act_max", "bypass")
@@ -241,20 +239,16 @@ class Accelerator(wiring.Component):
                          lane.act_max.eq(local[2]), lane.bypass.eq(local[3]), lane.o.ready.eq(1)]
 
         # Lookup (the array row waits five cycles alongside): a cycle to copy the row's
-        # column-tile index into a register per lane (dup_row_tag*: the array's one register does
-        # not drive every table's address registers across the die; it did, 4.9 ns, the 8x8's
-        # worst path in a placement), a cycle to copy that into address registers of the lane's
-        # table, a cycle to read it, a cycle to combine the banks (or, in DP16KD, the RAM's output
-        # register), a register (see ChannelTable). In LUT RAM each address register drives one bank of one table: a
-        # register driving a whole 64-deep LUT-RAM table cost 9 ns of routing on 8x8, one
-        # shared by every table 11 ns.
+        # column-tile index into a register per lane (so the array's one register does not drive
+        # every table's address registers across the die), a cycle to copy that into address
+        # registers of the lane's table (one per LUT-RAM bank), a cycle to read it, a cycle to
+        # combine the banks (or, in DP16KD, the RAM's output register), a register (see ChannelTable).
         lk_valid, lk_data = delay_lines(m, self._LOOKUP_LATENCY, [
             Line(array.row_valid, "lk_valid"), Line(array.row_data, "lk_data", reset_less=True)])
 
         m.d.comb += self.cfg.ready.eq(1)
-        # The cfg transfer, first registered once per group of four lanes (dup_cfg0_*: the cfg
-        # port drives two registers on 8x8, not eight lanes' copies across the die; it did, 4.7 ns,
-        # the 8x8's worst path in a placement).
+        # The cfg transfer, first registered once per group of four lanes (copies: the cfg port
+        # drives two registers on 8x8, not eight lanes' copies across the die).
         groups = [Signal.like(self.cfg.payload, attrs=KEEP_APART, name=f"dup_cfg0_payload{g}", reset_less=True)
                   for g in range(n_groups)]
         groups_valid = [Signal(attrs=KEEP_APART, name=f"dup_cfg0_valid{g}") for g in range(n_groups)]
@@ -265,10 +259,9 @@ class Accelerator(wiring.Component):
             m.submodules[f"table{j}"] = table = ChannelTable(self.max_col_tiles, self.ram, self.dsp)
             row_tag = Signal.like(array.row_tag, attrs=KEEP_APART, name=f"dup_row_tag{j}", reset_less=True)
             m.d.sync += row_tag.eq(array.row_tag)
-            # Table writes land three cycles late: the group's copy, then two per-lane copies
-            # (dup_*): the first near the group's, the second near the table (no route crosses the
-            # die into a RAM's write enable: with one per-lane copy, that route was the
-            # floorplanned 8x8's worst, 6.4 ns).
+            # Table writes land three cycles late: the group's copy, then two per-lane copies, the
+            # first near the group's, the second near the table (no route crosses the die into a
+            # RAM's write enable).
             w_en = Signal(table.banks, attrs=KEEP_APART, name=f"dup_cfg_en{j}")  # one enable per bank
             w_addr = Signal.like(table.w_addr, attrs=KEEP_APART, name=f"dup_cfg_addr{j}", reset_less=True)
             w_data = Signal(ChannelEntry, attrs=KEEP_APART, name=f"dup_cfg_data{j}", reset_less=True)

@@ -56,14 +56,10 @@ _AccFlags = data.StructLayout({"valid": 1, "last": 1})
 
 # The two parts of a MAC cell's 32-bit accumulator and read-out register that each take their
 # clear/enable from a register of their own, per DSP kind: split where the carry chain changes
-# logic tiles, so that each tile's flip-flops share one reset net and are packed with their adder.
-# On ECP5 the chain's first slice carries the carry-in, so bit b sits in tile (b + 2) // 8 (tiles
-# start at bits 6, 14, 22, 30), and nextpnr packs a flip-flop into its adder's slice only if it
-# shares the reset net of the other flip-flops there: split at bit 16, bits 14-15 shared a tile
-# with bits 16-21 and were placed a route away from their adder in every cell (such a flip-flop
-# ended the worst path in two of five placements of the 8x8 accelerator). Elsewhere bit 16
-# (on iCE40, whose logic blocks' 8 cells share one reset, bit 14 made the MAC accumulator the
-# worst path of the 1x1 and 4x1 builds: 48.7 and 45.7 MHz instead of 55.7 and 53.6).
+# logic tiles, so that each tile's flip-flops share one reset net and are packed with their adder
+# (nextpnr packs a flip-flop into its adder's slice only if it shares the reset net of the other
+# flip-flops there). On ECP5 the chain's first slice carries the carry-in, so bit b sits in tile
+# (b + 2) // 8 and tiles start at bits 6, 14, 22, 30; elsewhere the split is at bit 16.
 _PARTS = {"ecp5": (slice(0, 14), slice(14, 32)), "generic": (slice(0, 16), slice(16, 32))}
 
 
@@ -113,11 +109,10 @@ class MACCell(wiring.Component):
         m.submodules.mul = mul = Multiplier(8, 8, self._dsp, copies=2, fabric_stages=self._MUL_FABRIC_STAGES)
         m.d.comb += [mul.a.eq(self.a), mul.b.eq(self.w), mul.en.eq(1)]
         product = mul.p
-        # The flag registers are named dup_*: cells on one anti-diagonal hold identical flags,
-        # and without `keep` (see fpga.synth) Yosys would merge them into one register per
-        # diagonal driving cells across the whole array.
-        # The flags wait for the product: the register for the right-hand neighbour is the
-        # first delay, `acc_clear`/`acc_enable` below the last.
+        # The flags wait for the product: the register for the right-hand neighbour is the first
+        # delay, `acc_clear`/`acc_enable` below the last. Copies kept apart: cells on one
+        # anti-diagonal hold identical flags, which one register per diagonal would drive across
+        # the whole array.
         flags_out = Signal(StepFlags, attrs=KEEP_APART, name="dup_flags_out")
         m.d.comb += [self.a_out.eq(a_out), self.w_out.eq(w_out), self.flags_out.eq(flags_out)]
         m.d.sync += [a_out.eq(Mux(self.flags.depthwise, self.a_dw, self.a)), w_out.eq(self.w),
@@ -128,8 +123,7 @@ class MACCell(wiring.Component):
             m.d.sync += [delayed.valid.eq(flags.valid), delayed.last.eq(flags.last)]
             flags = delayed
         # The last delay holds "valid" and "valid and last", so each control register below
-        # copies (or inverts) one of them: no AND shared by all of them in front (ABC made it a
-        # LUT of its own, and with the reset a second level, on the cell's worst paths).
+        # copies (or inverts) one of them: no AND shared by all of them in front.
         valid = Signal(attrs=KEEP_APART, name=f"dup_valid_m{self._MUL_LATENCY - 1}")
         ending = Signal(attrs=KEEP_APART, name=f"dup_ending_m{self._MUL_LATENCY - 1}")
         m.d.sync += [valid.eq(flags.valid), ending.eq(flags.valid & flags.last)]
@@ -251,7 +245,7 @@ class SystolicArray(wiring.Component):
         # its tail unused, which `make mutate` found: mutants lengthening it changed nothing)
         for k in range(ready_at[0] + 3):
             prev_last, prev_tag = line[-1]
-            # (dup_: Yosys would merge these with the cells' identical flag registers, far away)
+            # (copies kept apart from the cells' identical flag registers, far away)
             l_reg = Signal(attrs=KEEP_APART, name=f"dup_done_last{k + 1}")
             t_reg = Signal(self.tag_width, name=f"done_tag{k + 1}", reset_less=True)
             m.d.sync += [l_reg.eq(prev_last), t_reg.eq(prev_tag)]

@@ -35,15 +35,13 @@ class ChannelTable(wiring.Component):
     LUT-RAM cells' write enables).
 
     With ``ram="distributed"`` the table is split into banks of 16 entries (one ECP5 LUT-RAM
-    cell deep), each with its own copy of the read address (dup_*, kept apart by fpga.synth);
+    cell deep), each with its own copy of the read address (copies kept apart, KEEP_APART);
     cycle 1 registers the address copies, cycle 2 reads every bank into a register that is zero
     unless the entry is in that bank, cycle 3 ORs the banks' registers.
     With ``ram="block"`` it is one memory and the third cycle is a plain register. With
     ``dsp="ecp5"`` it is four ``DP16KD`` block RAMs (1024 x 18 each, written on port A, read on
     port B) whose output registers are the third cycle; a table write and a read of the same
-    entry must not fall in one cycle (the host writes the tables before a layer's steps).
-    (In LUT RAM the 8x8's tables were 576 of its 896 LUT-RAM cells, and their address nets the
-    worst routes once the bank selects were gone: 6.6-7.2 ns.)"""
+    entry must not fall in one cycle (the host writes the tables before a layer's steps)."""
 
     READ_LATENCY = 4    # r_data is the entry at r_addr of this many cycles earlier
     WRITE_LATENCY = 1   # a write with w_en in cycle t is read from cycle t + 1 on (at r_addr then)
@@ -68,10 +66,9 @@ class ChannelTable(wiring.Component):
         m.d.comb += self.r_data.eq(r_data_out)
         if self.dsp == "ecp5":
             # Cycle 1 the fabric address register, cycle 2 the block RAM's read, cycle 3 its
-            # output register (REGMODE OUTREG: Yosys never enables it, and without it nextpnr
-            # times the DP16KD's clock-to-out at 5.8 ns). Four 1024 x 18 RAMs side by side.
-            # (one address register per RAM, dup_: with one for all four, the route from it to the
-            # farthest RAM was the 8x8's worst path in a placement, 4.6 ns)
+            # output register (REGMODE OUTREG, which Yosys never enables by itself: the RAM's
+            # clock-to-out without it is most of a cycle). Four 1024 x 18 RAMs side by side, one
+            # address register beside each.
             w_data = Cat(self.w_data.as_value(), Const(0, 18 * _DP16KD_COUNT - ChannelEntry.size))
             r_data_bits = Signal(18 * _DP16KD_COUNT)
             m.d.comb += r_data.eq(r_data_bits[:ChannelEntry.size])
@@ -92,15 +89,14 @@ class ChannelTable(wiring.Component):
             return m
         # Each bank's read register holds zero unless the entry is in that bank (its synchronous
         # reset, from a register beside it), so the third cycle is an OR of the banks: no bank
-        # select fans out to every bit of the entry (as a multiplexer's select it was the
-        # worst path of the 8x8 with three of five seeds, 6.3-6.7 ns).
+        # select fans out to every bit of the entry.
         reads = []
         for b in range(self.banks):
             depth = min(LUTRAM_DEPTH, self.depth - b * LUTRAM_DEPTH)
             mem = Memory(shape=ChannelEntry, depth=depth, init=[], attrs={"ram_style": self.ram})
             m.submodules[f"bank{b}"] = mem
             wp, rp = mem.write_port(), mem.read_port(domain="comb")
-            # (dup_: every lane's table has the same addresses and misses, Yosys would merge them)
+            # (copies kept apart: every lane's table has the same addresses and misses)
             addr = Signal(range(depth), attrs=KEEP_APART, name=f"dup_addr{b}", reset_less=True)
             miss = Signal(attrs=KEEP_APART, name=f"dup_miss{b}", reset_less=True)
             m.d.sync += [addr.eq(self.r_addr), miss.eq(~self.in_bank(self.r_addr, b))]

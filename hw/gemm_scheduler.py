@@ -123,8 +123,7 @@ class GemmScheduler(wiring.Component):
         rows = [Signal(Rows, name=f"rows{i}", reset_less=True) for i in range(Q)]
         # (written with the push request, a cycle before the entry, so the busy-row check sees the
         # rows four cycles after the request: see below)
-        # (`q_tail` one-hot alongside, so each entry's write enable is a 2-input LUT: as a compare
-        # of `q_tail` it was a LUT level more, on a path the 8x8 AXI top failed 200 MHz by)
+        # (`q_tail` one-hot alongside, so each entry's write enable is a 2-input LUT, not a compare)
         tail_hot = Signal(Q, init=1, name="q_tail_hot")
         with m.If(push):
             m.d.sync += tail_hot.eq(tail_hot.rotate_left(1))
@@ -204,9 +203,7 @@ class GemmScheduler(wiring.Component):
         # since after a launch `head` is current two cycles on, the next GEMM's end comes five
         # cycles on at the earliest (LAUNCH, SETTLE cycles, a K = 1 tile's admit), and a push or a
         # GEMM leaving only makes a launch possible later): queued, room in flight, and its output
-        # stage the running one's, or nothing in flight. (As a compare of `head` with `cur` here,
-        # 25 bits in four LUT levels, it was the 8x8 AXI top's worst path, 5.26 ns, once the
-        # depthwise mode came in.)
+        # stage the running one's (compared when it was pushed: `same_output`), or nothing in flight.
         same_output = Signal()
         m.d.sync += same_output.eq(head.same_output)
         may_launch = Signal()

@@ -78,7 +78,7 @@ class Multiplier(wiring.Component):
     def _fabric_registers(self, m, product, stages):
         """The last stages: ``product`` registered ``stages`` times in fabric, the last register
         in ``copies`` copies."""
-        # (named dup_*: fpga.synth keeps both copies, Yosys would merge them)
+        # (copies kept apart: they hold the same value)
         for n in range(stages - 1):
             reg = Signal.like(self.p, reset_less=True, attrs=KEEP_APART, name=f"dup_p{n + 2}")
             with m.If(self.en):

@@ -15,16 +15,12 @@ iCE40 UP5K 39. :class:`NarrowIO` puts every core port behind registers reached t
   every core input is driven by, and every core output lands in, a flip-flop whose only other
   connection is a second flip-flop, with a whole cycle for the route between them, so the
   placer may put it beside the core logic it serves. A chain register is tied to its
-  neighbours in the chain, whose order is that of the core's ports, not of its floorplan:
-  driving ``res.ready`` straight from the input chain put its source among the ``act``/``wts``
-  bits, 40 columns from the output FIFOs it feeds, and that route was the 8x8's worst path (a
-  real consumer's ready comes from beside the FIFOs); with one register between chain and
-  core, the register taking ``act.ready`` sat 16 rows from the sequencer, next to the output
-  chain, and the route to it was the worst path of the 8x8 (a real producer's logic sits
-  beside the core's ports, not beside a scan chain).
+  neighbours in the chain, whose order is that of the core's ports, not of its floorplan, so
+  without these the harness's routes, not the core's, would set the Fmax (a real producer or
+  consumer sits beside the core's ports, not beside a scan chain).
 
-Neither chain has an enable or a load signal: a control pin fanned out to hundreds of chain
-registers across the die was the design's worst path at 167 MHz. So this is a harness for
+Neither chain has an enable or a load signal (a control pin would fan out to hundreds of chain
+registers across the die). So this is a harness for
 synthesis and timing, not a host interface (the core is simulated on its own ports). The
 routed Fmax is the core's register-to-register Fmax (the pins are registered too). The wrapper
 costs ``3 * (in_bits + out_bits)`` flip-flops (the chains padded to ``width``), the pin

@@ -51,8 +51,8 @@ class RowFIFO(wiring.Component):
     :func:`nonempty_flag`; a write must not come when it is full (its user, :class:`OutputFIFO`,
     counts what it sends). ``r_rdy`` is a register; ``r_data`` is read combinationally from the
     memory at a register's address, so a read (``r_en``) moves only the read pointer and the
-    count's flags, not a data register (as a data register's enable, ``res.ready`` reached 32
-    flip-flops per lane through a LUT, and that net was the 8x8's worst path in two placements).
+    count's flags, not a data register (``res.ready``, which reaches every lane, enables no
+    32-bit register).
     ``depth`` is a power of two; at 16 the memory is one ECP5 LUT-RAM cell deep. With
     ``r_rdy_copy``, ``r_rdy_copy`` is ``r_rdy`` from flip-flops of its own (else it is 0)."""
 
@@ -126,7 +126,7 @@ class OutputFIFO(wiring.Component):
         M, Q = self.mem_depth, self.QUEUE
         m.submodules.queue = queue = RowFIFO(width=self.width, depth=Q, attrs={"ram_style": self.ram},
                                              r_rdy_copy=self._copy)
-        # (dup_: the lanes' FIFOs run in lockstep; Yosys would merge their identical registers)
+        # (copies kept apart: the lanes' FIFOs run in lockstep, with identical registers)
         produce = Signal(range(M), attrs=KEEP_APART, name="dup_produce")
         consume = Signal(range(M), attrs=KEEP_APART, name="dup_consume")
         room = Signal(init=1, attrs=KEEP_APART, name="dup_room")  # fewer than Q rows issued and not read: a register

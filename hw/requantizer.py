@@ -99,8 +99,8 @@ class Requantizer(wiring.Component):
         en = Signal()
         m.d.comb += [en.eq(~self.o.valid | self.o.ready), self.i.ready.eq(en)]
 
-        # (dup_: the accelerator's lanes take one valid line, and Yosys would merge their chains
-        # into one driving every lane's output FIFO across the die; fpga.synth keeps them apart)
+        # (copies kept apart: every lane has the same valid chain, and one chain would drive every
+        # lane's output FIFO across the die)
         valid = [Signal(attrs=KEEP_APART, name=f"dup_valid{n}") for n in range(1, self.latency + 1)]
         with m.If(en):
             m.d.sync += valid[0].eq(self.i.valid)
@@ -140,9 +140,8 @@ class Requantizer(wiring.Component):
 
         def dsp_operands(a, b, a_name, b_name):
             """One stage: the operands of the four partial products of ``a * b`` (see
-            :func:`partial_products`), registered once per multiplier (dup_*: a register per DSP
-            block, not one driving two of them; the route from the shared register to the farther
-            DSP was the 8x8's worst path in a placement, 4.7 ns with no logic)."""
+            :func:`partial_products`), registered once per multiplier (copies: a register beside
+            each DSP block, not one driving two of them)."""
             halves = {"h": (lambda v: v[16:].as_signed()), "l": (lambda v: v[:16])}
             operands = {}
             for name in ("hh", "hl", "lh", "ll"):
@@ -197,7 +196,7 @@ class Requantizer(wiring.Component):
                     pre_4, by16, mult_5 = pre, amount[4], mult   # stage 5: shifted by left[:4]
                     shifted = Mux(amount[k], pre << (1 << k), pre)[:32].as_signed()
                     operands = dsp_operands(shifted, mult, "pre5", "mult6")
-                    pre = stage("dup_pre5_bypass", signed(32), shifted, keep=True)  # (dup_: not merged into those)
+                    pre = stage("dup_pre5_bypass", signed(32), shifted, keep=True)  # (a copy, kept apart from those)
                     break
                 pre = stage(f"pre{k + 1}", signed(32), Mux(amount[k], pre << (1 << k), pre)[:32].as_signed())
                 amount = stage(f"left{k + 2}", 5, amount)
@@ -251,11 +250,9 @@ class Requantizer(wiring.Component):
             # adder; ECP5's set/reset acts whether or not the clock enable is high, so the set is
             # "overflow and enabled": set under an enable would cost a LUT after the carry chain.
             # And the register's initial value is the value it is set to: an ECP5 flip-flop's
-            # initial value is its set/reset value, so with init 0 Yosys turned the set into an OR
-            # LUT between the carry chain and every flip-flop.)
-            # (High's sign again in a second flip-flop, dup_, for half of the rounding constant's
-            # 31 multiplexers below: one flip-flop driving all 31 was the 8x8's worst path in a
-            # placement. It is set to INT32_MAX's sign, 0, which is its initial value.)
+            # initial value is its set/reset value, so another would cost an OR LUT after the chain.)
+            # (High's sign again in a second flip-flop, a copy for half of the rounding constant's
+            # 31 multiplexers below. It is set to INT32_MAX's sign, 0, which is its initial value.)
             high = Signal(signed(32), name="high", init=INT32_MAX, reset_less=True)
             high_sign = Signal(attrs=KEEP_APART, name="dup_high_sign", reset_less=True)
             value = Cat(t[15], hh5 + (t >> 16))[:32].as_signed()
@@ -348,7 +345,7 @@ class Requantizer(wiring.Component):
         m.d.comb += wide.eq(clamped)
         out = Signal(signed(32))
         for half in range(2):
-            # (dup_: kept apart by fpga.synth, Yosys would merge the two copies)
+            # (two copies kept apart, one per half)
             bypass = carry(self.bypass, 2, f"dup_bypass{half}", keep=True)
             bits = slice(16 * half, 16 * half + 16)
             m.d.comb += out[bits].eq(stage(f"out{half}", 16, Mux(bypass, acc_out[bits], wide[bits])))

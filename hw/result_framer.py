@@ -111,10 +111,8 @@ class ResultFramer(wiring.Component):
         cur = Signal(Entry, reset_less=True)
         z0, z1 = Signal(), Signal()
         # The transfer registered, in one copy for TLAST and `done` and one per group of counts
-        # updated below (dup_take_d_*: each by its group, the route from the stream's flags to
-        # it having no logic after it; with one register, its route across the framer to the
-        # updates' LUTs was the routed worst path, 7.0 ns. dup_: the core's output FIFOs
-        # register the same transfer, and Yosys would merge these registers into theirs.)
+        # updated below, each by its group (copies kept apart: the core's output FIFOs register
+        # the same transfer).
         take = Signal()
         groups = ("out", "ring", "cur", "c", "m", "z") + (("r",) if R > 1 else ())
         take_ds = {g: Signal(attrs=KEEP_APART, name=f"dup_take_d_{g}") for g in groups}
@@ -154,8 +152,7 @@ class ResultFramer(wiring.Component):
         after the previous one's, so `c` and `m_left` move at most every other cycle, and their
         decrements and compares are registers taken from them in the cycle between (`c_dec`,
         `m_dec`, `c_eq2`, `m_eq3`): no carry chain or compare is in front of a count's update,
-        which is one multiplexer of registers. (Counting the rows of a row tile, n_tiles * R,
-        with one counter, its decrement and the loads after it were the routed worst path.)"""
+        which is one multiplexer of registers."""
         R = self.rows
         r = Signal(range(R), init=R - 1)
         r0, r1, r2 = Signal(), Signal(init=R == 2), Signal(init=R == 3)

@@ -56,33 +56,23 @@ class Sequencer(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        # Sequencer: count k within a tile (down, with a register flagging zero for ``last``), tag
-        # tiles with their column-tile index, pad short tiles, admit a tile only with credit.
-        # Only what decides a step is exact in its cycle and enabled by it (`first`, the
-        # zero flag, the padding, one register each); the 24-bit count and the tile index run a
-        # cycle behind, on the step registered (see below), so the step (from the input
-        # streams' valid bits) does not fan out to their enables.
+        # Only what decides a step is exact in its cycle (`first`, `last`, the padding: a register
+        # each); the 24-bit count and the tile index run a cycle behind, on the step registered,
+        # so the step (from the streams' valid bits) does not fan out to their enables.
         first = Signal(init=1, attrs=KEEP_APART, name="dup_first")
         # n_tiles - 1 in a register (n_tiles is stable while a layer runs): the wrap test is an
         # equality, not a carry chain after the increment.
         tiles_m1 = Signal.like(self.n_tiles, reset_less=True)
         m.d.sync += tiles_m1.eq(self.n_tiles - 1)
-        # Likewise what the sequencer needs of k_steps, so no compare of the 24-bit input sits
-        # in front of its enables: K - 2 (from a copy of k_steps in a register, so the subtraction
-        # starts at a register beside it, not at the port), K == 1 .. 4 and, for
-        # K < min_tile_steps, the padding. Those depend only on K's low `lo_bits` bits and on
-        # whether the rest is zero: the first cycle copies the low bits and flags each group of
-        # four higher bits zero (one LUT from the port each), the second makes each value from
-        # these registers in a LUT or two. (As 24-bit compares of a copy of k_steps, carry chains,
-        # they were the 8x8's worst path in three placements.)
+        # What the sequencer needs of K, in registers made in two stages from the port (K is stable
+        # while a GEMM runs), so no 24-bit compare sits in front of an enable: K - 2, K == 1 .. 4
+        # and the padding of a tile shorter than min_tile_steps, from K's low bits and a flag for
+        # the rest being zero.
         c = self.min_tile_steps
         lo_bits = max(3, (c - 1).bit_length())
         k_copy = Signal.like(self.k_steps, reset_less=True, name="k_steps_copy")
         k_lo = Signal(lo_bits, reset_less=True)
-        # K < 2**lo_bits, one register (from the port; as flags per group of four bits, ANDed
-        # with K's low bits after the register, the `K == n` flags took two LUT levels and were
-        # the 8x8's worst path in two placements of ten)
-        small = Signal(reset_less=True, name="k_small")
+        small = Signal(reset_less=True, name="k_small")  # K < 2**lo_bits
         m.d.sync += [k_copy.eq(self.k_steps), k_lo.eq(self.k_steps[:lo_bits]),
                      small.eq(self.k_steps[lo_bits:] == 0)]
         k_m2 = Signal.like(self.k_steps, reset_less=True)
@@ -101,17 +91,13 @@ class Sequencer(wiring.Component):
         m.d.comb += open_.eq(~padding & (~first | (self.credit & ~self.hold)))
         step = Signal()
         m.d.comb += step.eq(self.act_valid & self.wts_valid & open_)
-        # Whether a step now ends its tile (`first` ? K == 1 : no steps left after it), a register
-        # made a cycle ahead from the values those two take (below), so the step's
-        # `last_d` is one LUT level from the port's valid bits shallower. While `first` it
-        # follows `k_is[1]`, which is current two cycles after K changes at the port: `last` is
-        # then current three cycles after, as the contract gives. (As a multiplexer in the
-        # step's cycle, it put three LUT levels between the AXI top's TVALID and the
-        # sequencer's `last_d`: the 8x8 AXI top's worst path, 5.19 ns, when the depthwise mode
-        # came in.)
+        # Whether a step now ends its tile (`first` ? K == 1 : no steps left after it): a register
+        # made a cycle ahead, so no multiplexer sits between the streams' valid bits and `last_d`.
+        # While `first` it follows `k_is[1]`, current two cycles after K changes: `last` is then
+        # current three cycles after, as the contract gives.
         last = Signal(attrs=KEEP_APART, name="dup_last")
-        # The step, its `first` and its `last`, a cycle later (dup_: the array's input flags
-        # hold the same values, and a merged register would drive the array too).
+        # The step, its `first` and its `last`, a cycle later (copies: the array's input flags hold
+        # the same values).
         step_d, first_d, last_d = (Signal(attrs=KEEP_APART, name=f"dup_{n}_d") for n in ("step", "first", "last"))
         m.d.sync += [step_d.eq(step), first_d.eq(first), last_d.eq(step & last)]
         # Steps left after the previous cycle's step, a cycle behind: remaining_d in cycle t is
@@ -126,27 +112,17 @@ class Sequencer(wiring.Component):
             with m.Else():
                 m.d.sync += [remaining_d.eq(remaining_d - 1), rem_is_1.eq(rem_is_2), rem_is_2.eq(remaining_d == 3)]
         remaining_is_1 = Mux(step_d, Mux(first_d, k_is[3], rem_is_2), rem_is_1)
-        # The tile index: `tile` moves to `tile_next` in the cycle after a tile's last step. The
-        # array takes a tile's tag with its last step (see SystolicArray), which comes at least
-        # min_tile_steps >= 2 cycles after the previous tile's, so `tile` is current by then.
-        # `tile_next` is the successor of `tile` (wrapping at n_tiles) a cycle late: an
-        # increment with a synchronous reset from the registered flag `wraps` (`tile` is the
-        # last column tile), no compare or multiplexer in that cycle; it is current whenever
-        # `tile` moves, for the same reason.
-        # `wraps` comes from `left`, the column tiles after `tile` (n_tiles - 1 - tile), not from
-        # a compare in the move's cycle: when `tile` moves, `wraps` takes a registered flag for
-        # `left` being 1 (or, on a wrap, one for n_tiles being 1) and `left` takes `left_next`,
-        # kept a cycle late like `tile_next`. In the cycles between moves (at least one) `wraps`
-        # and that flag compare `left`, and `left` is recomputed from `tile`, so they see n_tiles
-        # change between layers. (As a compare of `tile` or `tile_next` with n_tiles - 1 in the
-        # move's cycle, the wrap flag was the 8x8's worst path in four placements of ten.)
+        # The tile index: `tile` moves to `tile_next` in the cycle after a tile's last step; the
+        # array takes a tile's tag with its last step, at least min_tile_steps >= 2 cycles after
+        # the previous tile's, so `tile` is current by then. `tile_next` (the successor, wrapping
+        # at n_tiles) and `left` (column tiles after `tile`) are kept a cycle late, and `wraps`
+        # takes a registered flag when `tile` moves, so no compare with n_tiles - 1 sits in the
+        # move's cycle. Between moves `left` is recomputed from `tile`, so a new n_tiles is seen.
         tile, tile_next = (Signal(range(self.max_col_tiles + 1), name=name) for name in ("tile", "tile_next"))
         left, left_next = (Signal(range(self.max_col_tiles + 1), name=name) for name in ("left", "left_next"))
         wraps, left_is_1, one_tile = Signal(), Signal(), Signal()
         m.d.sync += [one_tile.eq(tiles_m1 == 0), left_is_1.eq(left == 1)]
-        # (`last_d` again for these, dup_: the tile index sits by the array's tag input, and one
-        # register for both it and the padding logic was pulled between them, 3 ns from the
-        # wrap flag's logic: the 8x8's worst path in a placement)
+        # (`last_d` again, a copy by the tile index, which sits by the array's tag input)
         last_t = Signal(attrs=KEEP_APART, name="dup_last_d_tile")
         m.d.sync += last_t.eq(step & last)
         with m.If(last_t):
@@ -172,8 +148,8 @@ class Sequencer(wiring.Component):
         with m.Elif(pad != 0):
             m.d.sync += [pad.eq(pad - 1), pad_one.eq(pad == 2)]
 
-        # The ready outputs from copies of `first` and `padding` (and `credit_r`) (dup_, as are those: Yosys
-        # would merge each pair), so that no LUT is shared between them and the step's enables.
+        # The ready outputs from copies of `first` and `padding` (and `credit_r`), so that no LUT is
+        # shared between them and the step's enables.
         first_r, padding_r = (Signal(init=v, attrs=KEEP_APART, name=f"dup_{n}_r")
                               for n, v in (("first", 1), ("padding", 0)))
         with m.If(step):
@@ -191,9 +167,8 @@ class Sequencer(wiring.Component):
         m.d.sync += base.eq(self.table_base)
         m.d.comb += [self.step.eq(step), self.last.eq(last), self.tag.eq((tile + base)[:len(self.tag)]),
                      self.tile_end.eq(last_d)]
-        # A tile admitted (its first step), registered: the credit counter reads only registers
-        # (from `step` and `first` directly, the route into its change register crossed the die:
-        # the 8x8's worst path in a placement, 3.3 ns of 6.5).
+        # A tile admitted (its first step), registered: the credit counter sits away from the
+        # sequencer and reads only registers.
         admit = Signal(attrs=KEEP_APART, name="dup_admit_d")
         m.d.sync += admit.eq(step & first)
         m.d.comb += self.admit.eq(admit)
