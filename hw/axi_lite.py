@@ -50,6 +50,7 @@ class AxiLiteSlave(wiring.Component):
 
     def __init__(self, addr_width=12, read_latency=1, write_latency=1):
         if write_latency not in (1, 2, 3):
+            self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"write_latency must be 1, 2 or 3, got {write_latency!r}")
         self.addr_width, self.read_latency, self.write_latency = addr_width, read_latency, write_latency
         super().__init__({

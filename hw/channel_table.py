@@ -29,10 +29,10 @@ _DP16KD_COUNT = -(-ChannelEntry.size // 18)
 
 class ChannelTable(wiring.Component):
     """One lane's per-channel table, read in four cycles: ``r_data`` is the entry at the
-    ``r_addr`` of four cycles earlier (the fourth a register that only copies); a write lands
-    the cycle after ``w_en``, which has one bit per bank (the writer decodes the bank,
-    :meth:`in_bank`, before its register, so no decoder sits between that register and the
-    LUT-RAM cells' write enables).
+    ``r_addr`` of four cycles earlier (the fourth a register that only copies); a read whose
+    ``r_addr`` comes with or after a write's ``w_en`` sees it. ``w_en`` has one bit per bank (the
+    writer decodes the bank, :meth:`in_bank`, before its register, so no decoder sits between that
+    register and the LUT-RAM cells' write enables).
 
     With ``ram="distributed"`` the table is split into banks of 16 entries (one ECP5 LUT-RAM
     cell deep), each with its own copy of the read address (copies kept apart, KEEP_APART);
@@ -44,7 +44,9 @@ class ChannelTable(wiring.Component):
     entry must not fall in one cycle (the host writes the tables before a layer's steps)."""
 
     READ_LATENCY = 4    # r_data is the entry at r_addr of this many cycles earlier
-    WRITE_LATENCY = 1   # a write with w_en in cycle t is read from cycle t + 1 on (at r_addr then)
+    # A write with w_en in cycle t is seen by a read whose r_addr comes in cycle t + WRITE_LATENCY or later
+    # (with dsp="ecp5" a write must not come in the cycle after a read of its entry: see above).
+    WRITE_LATENCY = 0
 
     def __init__(self, depth, ram, dsp="generic"):
         self.depth, self.ram, self.dsp = depth, ram, dsp

@@ -56,6 +56,8 @@ class RowFIFO(wiring.Component):
     ``depth`` is a power of two; at 16 the memory is one ECP5 LUT-RAM cell deep. With
     ``r_rdy_copy``, ``r_rdy_copy`` is ``r_rdy`` from flip-flops of its own (else it is 0)."""
 
+    LATENCY = 1   # a write into an empty queue is at r_data with r_rdy this many cycles later
+
     def __init__(self, *, width, depth, attrs, r_rdy_copy=False):
         assert depth & (depth - 1) == 0, depth
         self.width, self.depth, self._attrs, self._copy = width, depth, attrs, r_rdy_copy
