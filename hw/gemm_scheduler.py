@@ -78,6 +78,9 @@ class GemmScheduler(wiring.Component):
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
     SETTLE = 3
+    # Cycles from a push request, or a change of `check_row`, to `row_busy` saying so; a GEMM's rows are
+    # freed in `row_busy` ROW_BUSY_LAG + 1 cycles after its `done`.
+    ROW_BUSY_LAG = 4
     # From a GEMM's last step to the next one's first, at the earliest: tile_end, its copy, the
     # launch register, the settings' registers, then SETTLE cycles (more for a short K: see `gap`).
     GAP = 4 + SETTLE
@@ -164,16 +167,21 @@ class GemmScheduler(wiring.Component):
         # Table rows in use: any queued or in-flight GEMM's [base, end), in four register stages: a
         # copy of `check_row` (dup_: near the compares, the register block's copy being near the
         # core's table ports), each entry's two compares, a flag per entry with its valid bit,
-        # then their OR. So `row_busy` is four cycles late, and an entry written by a push is seen
-        # four cycles after the push request: its user, the register block, whose push request is
+        # then their OR. So `row_busy` is four cycles late (ROW_BUSY_LAG), and an entry written by a
+        # push is seen four cycles after the push request: its user, the register block, whose push request is
         # a register a cycle after the DESC_PUSH write's strobe, commits table entries at least
         # five cycles after any write's strobe (AXI4-Lite writes being serial, see
         # hw.axi_top.WRITE_LATENCY), so after any push or change of `check_row`; entries leaving
         # only make it stricter. (The AXI top's testbench commits at a push's heels.)
         check_row = Signal.like(self.check_row, attrs=KEEP_APART, name="dup_check_row", reset_less=True)
         m.d.sync += check_row.eq(self.check_row)
-        entries = [(q_valid[i], rows[i].base, rows[i].end) for i in range(Q)]
-        entries += [(f_valid[i], flight[i].base, flight[i].end) for i in range(F)]
+        # (an entry's valid bit taken with the compares of the same cycle's bounds: at a launch the
+        # flight entry's bounds are written with its valid bit, so it counts from the next cycle,
+        # and the queue entry it left counts a cycle longer, so the GEMM's rows stay busy)
+        q_valid_d, f_valid_d = Signal.like(q_valid), Signal.like(f_valid)
+        m.d.sync += [q_valid_d.eq(q_valid), f_valid_d.eq(f_valid)]
+        entries = [(q_valid[i] | q_valid_d[i], rows[i].base, rows[i].end) for i in range(Q)]
+        entries += [(f_valid_d[i], flight[i].base, flight[i].end) for i in range(F)]
         above, below = Signal(len(entries)), Signal(len(entries))
         m.d.sync += [above.eq(Cat(check_row >= base for _, base, _ in entries)),
                      below.eq(Cat(check_row < end for _, _, end in entries))]
@@ -198,16 +206,12 @@ class GemmScheduler(wiring.Component):
         settle = Signal(range(max(self.SETTLE, self.min_tile_steps) + 1))
         first_settle = Signal()
         # Whether the head may be launched once no GEMM takes steps, a register made from registers
-        # (a cycle behind `head`, whose output stage was compared with the running GEMM's, the one
-        # queued before it, when it was pushed (`same_output`), taken a cycle before that: safe,
-        # since after a launch `head` is current two cycles on, the next GEMM's end comes five
-        # cycles on at the earliest (LAUNCH, SETTLE cycles, a K = 1 tile's admit), and a push or a
-        # GEMM leaving only makes a launch possible later): queued, room in flight, and its output
-        # stage the running one's (compared when it was pushed: `same_output`), or nothing in flight.
-        same_output = Signal()
-        m.d.sync += same_output.eq(head.same_output)
+        # of one cycle (`head` and `head_valid`; after a launch they are current two cycles on, and
+        # the next GEMM's end comes five cycles on at the earliest: LAUNCH, SETTLE cycles, a K = 1
+        # tile's admit): queued, room in flight, and its output stage the running one's (compared
+        # when it was pushed: `same_output`), or nothing in flight.
         may_launch = Signal()
-        m.d.sync += may_launch.eq(head_valid & (f_count < F) & (same_output | (f_count == 0)))
+        m.d.sync += may_launch.eq(head_valid & (f_count < F) & (head.same_output | (f_count == 0)))
 
         # `ending` (below): no GEMM is taking steps. With `may_launch` the head is launched:
         # `launch`, a register, is high in the next cycle (state LAUNCH), which loads the head into
