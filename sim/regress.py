@@ -4,7 +4,8 @@ Jobs: sim/tb_accelerator.py through cocotb-test for each (simulator, rows x cols
 below; sim/tb_axi.py (the AXI top, through the register-level driver) for each of AXI_CONFIGS;
 then the four wake-word models (20 steps each), the generated CNN and the five MLPerf
 Tiny class models (one inference each) with every MAC layer on the RTL (sim/tb_model.py,
-compared with golden and TFLM), and two of them through the AXI top's descriptor queue.
+compared with golden and TFLM), and two of them through the AXI top's descriptor queue: the
+models of each block run one after another in one simulation, so they share one Verilator build.
 Each job runs in its own process and build directory, its
 output going to build/sim/logs/<job>.log; ``JOBS`` of them at a time (default: the number
 of cores). A line per job as it finishes, then a table of tests, outputs compared and
@@ -80,7 +81,7 @@ class Job:
     tag: str
     cost: float                # relative run time, to balance shards and start the long jobs first
     config: tuple = None       # (simulator, rows, cols, rounding, dsp)
-    model: tuple = None        # (name, steps)
+    models: tuple = None       # ((name, steps), ...): run one after another in one simulation
     axi: bool = False          # the AXI top's testbench (config) or the model through the AXI top (model)
 
 
@@ -101,10 +102,9 @@ def all_jobs():
         simulator, r, c = cfg[:3]
         jobs.append(Job("axi_" + config_tag(*cfg), 20.0 if simulator == "icarus" else 30 + 0.35 * r * c,
                         config=cfg, axi=True))
-    for name, steps in MODELS:
-        jobs.append(Job(f"model_{name}", 53.0, model=(name, steps)))
-    for name, steps in AXI_MODELS:
-        jobs.append(Job(f"model_{name}_axi", 53.0, model=(name, steps), axi=True))
+    # (a Verilator build of ~45 s, then ~10 s of simulation a model)
+    jobs.append(Job("models", 45.0 + 10 * len(MODELS), models=tuple(MODELS)))
+    jobs.append(Job("models_axi", 45.0 + 10 * len(AXI_MODELS), models=tuple(AXI_MODELS), axi=True))
     return jobs
 
 
@@ -126,7 +126,7 @@ def shard(jobs, i, n):
 
 def run_job(job, *, seed, problems, max_dim, waves):
     """Run one job in this process; returns its summary row."""
-    from .run_model import run_model
+    from .run_model import run_models
     from .runner import build_dir, run_tb
 
     t0 = time.monotonic()
@@ -167,21 +167,24 @@ def run_job(job, *, seed, problems, max_dim, waves):
                 "failures": sum(x["failures"] for x in results) + (1 if error else 0),
                 "cycles": sum(x["cycles"] for x in results), "seconds": round(time.monotonic() - t0, 1),
                 "error": error}
-    name, steps = job.model
     block = "axi" if job.axi else "core"
+    names = [name for name, _ in job.models]
+    per_model = []
     try:
-        res = run_model(name, sim="verilator", steps=steps, seed=seed, waves=waves, build_tag=f"_model_{name}",
-                        block=block)
-        compared, failures, tests = res["compared"], res["failures"], 1
+        res = run_models(names, sim="verilator", steps=[steps for _, steps in job.models], seed=seed, waves=waves,
+                         build_tag=f"_{job.tag}", block=block)
+        per_model = [{"model": name, "steps": steps, "compared": r["compared"], "failures": r["failures"]}
+                     for (name, steps), r in zip(job.models, res, strict=True)]
+        compared, failures, tests = sum(r["compared"] for r in res), sum(r["failures"] for r in res), len(res)
     except (SystemExit, RuntimeError, ValueError) as exc:
         error, compared, failures, tests = str(exc) or type(exc).__name__, 0, 1, 0
-    build = build_dir("verilator", 8, 8, "double", f"_model_{name}" + ("_axi" if job.axi else ""))
+    build = build_dir("verilator", 8, 8, "double", f"_{job.tag}" + ("_axi" if job.axi else ""))
     _keep_coverage(build, job.tag)
     _keep_junit(build, job.tag)
-    return {"job": job.tag, "config": f"{name} x{steps}" + (" (AXI top)" if job.axi else ""),
+    return {"job": job.tag, "config": f"{len(names)} models" + (" (AXI top)" if job.axi else "") + ", one build",
             "simulator": "verilator", "tests": tests,
-            "expected_tests": 1, "compared": compared, "failures": failures, "seconds": round(time.monotonic() - t0, 1),
-            "error": error, "model": True}
+            "expected_tests": len(names), "compared": compared, "failures": failures,
+            "seconds": round(time.monotonic() - t0, 1), "error": error, "model": True, "models": per_model}
 
 
 def _ok(row):
@@ -213,6 +216,8 @@ def print_table(rows):
     for row in rows:
         print(f"{row['config']:<32} {row['simulator']:<10} {row['tests']:>5} {row['compared']:>17} "
               f"{row['failures']:>9} {row['seconds']:>8}")
+        for sub in row.get("models", []):
+            print(f"  {sub['model'] + ' x' + str(sub['steps']):<41} {'':>5} {sub['compared']:>17} {sub['failures']:>9}")
     print(f"{'total':<43} {sum(r['tests'] for r in rows):>5} {sum(r['compared'] for r in rows):>17} "
           f"{sum(r['failures'] for r in rows):>9}")
 

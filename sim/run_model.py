@@ -56,7 +56,7 @@ def run_model(model, **kwargs):
 def run_models(models, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto",
                build_tag="_model", block="core", queue=True, max_col_tiles=None):
     """Run the cocotb model testbench on ``models``, one after another in one simulation; returns their
-    result dicts in order (raises if a model produced none).
+    result dicts in order (raises if a model produced none). ``steps``: one count for all, or one per model.
 
     ``build_tag`` names the build directory (parallel runs need one each); ``block`` "axi" runs the
     layers on the AXI top, through its descriptor queue unless ``queue`` is False; ``max_col_tiles``
@@ -66,7 +66,11 @@ def run_models(models, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, wave
     # here, with its one-line message, before anything is built.
     for path in paths:
         Interpreter(path)
-    env = {"TB_MODEL": os.pathsep.join(str(os.path.abspath(p)) for p in paths), "TB_STEPS": str(steps),
+    steps = [steps] * len(paths) if isinstance(steps, int) else list(steps)
+    if len(steps) != len(paths):
+        raise ValueError(f"{len(steps)} step counts for {len(paths)} models")
+    env = {"TB_MODEL": os.pathsep.join(str(os.path.abspath(p)) for p in paths),
+           "TB_STEPS": os.pathsep.join(str(s) for s in steps),
            "TB_INPUT": input_kind,
            "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING"), "TB_BLOCK": block,
            "TB_QUEUE": "1" if queue else "0"}

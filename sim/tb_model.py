@@ -15,7 +15,8 @@ from its first step to its last result) or one at a time, each waiting for the p
 results (``TB_QUEUE=0``; the sum of each GEMM's cycles from first step to last result). Table
 writes over AXI4-Lite are host time and are not counted.
 
-Environment as in :mod:`sim.tb_accelerator`, plus ``TB_MODEL`` (path), ``TB_STEPS``,
+Environment as in :mod:`sim.tb_accelerator`, plus ``TB_MODEL`` (paths, separated by the path
+separator), ``TB_STEPS`` (steps, one for all or one per model, separated likewise),
 ``TB_INPUT`` ("features", "random" or "auto"), ``TB_BLOCK``, ``TB_QUEUE``. One JSON document goes to
 ``TB_RESULTS``.
 """
@@ -37,7 +38,7 @@ from sim.mapping import depthwise_cycles, gemm_cycles, map_layer
 from sim.tb_accelerator import COLS, COVERAGE, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
 
 MODEL = os.environ.get("TB_MODEL", "")
-STEPS = int(os.environ.get("TB_STEPS", "3"))
+STEPS = [int(s) for s in os.environ.get("TB_STEPS", "3").split(os.pathsep)]
 INPUT = os.environ.get("TB_INPUT", "auto")
 BLOCK = os.environ.get("TB_BLOCK", "core")
 QUEUE = os.environ.get("TB_QUEUE", "1") == "1"
@@ -172,14 +173,15 @@ async def run_model(dut):
     on one simulation, each with its own result."""
     tb = AxiLayers(dut) if BLOCK == "axi" else CoreLayers(dut)
     failed = []
-    for model in MODEL.split(os.pathsep):
-        failures = await _run_one(dut, tb, pathlib.Path(model))
+    models = MODEL.split(os.pathsep)
+    for model, steps in zip(models, STEPS * len(models) if len(STEPS) == 1 else STEPS, strict=True):
+        failures = await _run_one(dut, tb, pathlib.Path(model), steps)
         if failures:
             failed.append(f"{pathlib.Path(model).name}: {failures}")
     assert not failed, f"mismatches (seed {SEED}): {failed}"
 
 
-async def _run_one(dut, tb, path):
+async def _run_one(dut, tb, path, steps):
     """One model; writes its result and returns its failures (GEMM outputs and layer or TFLM mismatches)."""
     raw = path.read_bytes()
     interp, tflm = Interpreter(raw, path.name), TflmModel(raw)
@@ -188,7 +190,7 @@ async def _run_one(dut, tb, path):
     max_n = MAX_COL_TILES * COLS
     layers, mismatches, tflm_checked = {}, [], 0
     t0 = time.perf_counter()
-    inputs = model_inputs(interp.model, STEPS, SEED, INPUT)
+    inputs = model_inputs(interp.model, steps, SEED, INPUT)
     final = []
     for step, x in enumerate(inputs):
         gen = interp.steps(x)
