@@ -4,8 +4,9 @@
 cycle after the tile's first step) and -1 for each row read (``read``, the ``res`` transfer, taken
 through :attr:`CreditCounter.RETURN` registers), and says whether one more tile may be admitted:
 ``credit`` (and its copy ``credit_r``, for the sequencer's ready logic) is high when the count is
-at most ``limit``. The count lags: in cycle t, ``credit`` reflects admits up to t - :attr:`LAG`
-and reads up to t - (:attr:`RETURN` + :attr:`LAG` - 1). The accelerator sizes ``limit`` and the
+at most ``limit``. The count lags: in cycle t, ``credit`` reflects the tiles whose first step came
+up to t - :attr:`LAG` (their ``admit`` pulses up to t - :attr:`LAG` + 1) and the reads up to
+t - (:attr:`RETURN` + :attr:`LAG` - 1). The accelerator sizes ``limit`` and the
 FIFO from these lags (:attr:`hw.accelerator.Accelerator.fifo_depth`).
 """
 

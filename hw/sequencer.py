@@ -5,7 +5,9 @@ Per cycle it accepts one *step* (a transfer on both input streams) while ``act_v
 ``wts_valid`` are high and it is open: not padding, and, for a tile's first step, ``credit``
 (from :class:`hw.credit.CreditCounter`) and not ``hold``. ``step``/``last`` say, in the step's own
 cycle, that a step was accepted and that it ends its tile; ``tag`` is the tile's table address,
-``table_base`` + its column-tile index (0 .. ``n_tiles`` - 1, row tile outer). ``admit`` and
+``table_base`` + its column-tile index (0 .. ``n_tiles`` - 1, row tile outer), valid with a
+tile's last step (where the array takes it; in the cycle after a last step it still shows the
+previous tile's). ``admit`` and
 ``tile_end`` are registers: a tile's first and last step, one cycle later.
 
 Timing contract (what the accelerator and the AXI top rely on):
