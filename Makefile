@@ -1,4 +1,5 @@
-# Thin front end: every target's logic lives in Python (python -m ...) or pytest.
+# Thin front end: every target's logic lives in Python (the int8-systolic command, python -m int8_systolic....)
+# or pytest.
 # `make test` and `make install` work on a fresh clone: install creates .venv and
 # installs the Debian packages the simulators need when they are missing.
 
@@ -79,10 +80,10 @@ $(STAMP): pyproject.toml tools/install-debian-packages.sh tools/fetch_models.py
 	touch $@
 
 sim: $(STAMP)
-	$(PY) -m sim.regress --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD))
+	$(PY) -m int8_systolic.sim.regress --jobs $(JOBS) $(if $(SHARD),--shard $(SHARD))
 
 sim-merge: $(STAMP)
-	$(PY) -m sim.regress --merge build/sim/shards/summary-*.json
+	$(PY) -m int8_systolic.sim.regress --merge build/sim/shards/summary-*.json
 
 test: $(STAMP)
 	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
@@ -92,50 +93,50 @@ test-all: $(STAMP)
 
 lint: $(STAMP) verilog
 	$(PY) -m ruff check .
-	$(PY) -m sim.lint $(VERILOG)
+	$(PY) -m int8_systolic.sim.lint $(VERILOG)
 
 verilog: $(STAMP)
-	$(PY) -m hw.export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP) --block $(EXPORT_BLOCK)
-	$(PY) -m hw.registers --markdown build/regs/registers.md
+	$(VENV)/bin/int8-systolic export --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --dsp $(DSP) --block $(EXPORT_BLOCK)
+	$(PY) -m int8_systolic.hw.registers --markdown build/regs/registers.md
 
 # the configuration options `make synth` and `make synth-seeds` share
 SYNTH_ARGS = --target $(TARGET) --rows $(ROWS) --cols $(COLS) --rounding $(ROUNDING) --block $(BLOCK) \
 	$(if $(filter 0,$(FLOORPLAN)),--no-floorplan) $(if $(ROUTER),--router $(ROUTER))
 
 synth: $(STAMP)
-	$(PY) -m fpga.synth $(SYNTH_ARGS) --seed $(SEED) $(if $(PLACE_TRIES),--place-tries $(PLACE_TRIES))
+	$(PY) -m int8_systolic.fpga.synth $(SYNTH_ARGS) --seed $(SEED) $(if $(PLACE_TRIES),--place-tries $(PLACE_TRIES))
 
 synth-seeds: $(STAMP)
-	$(PY) -m fpga.synth $(SYNTH_ARGS) --seeds $(SEEDS) --jobs $(JOBS)
+	$(PY) -m int8_systolic.fpga.synth $(SYNTH_ARGS) --seeds $(SEEDS) --jobs $(JOBS)
 
 synth-scaling: $(STAMP)
-	$(PY) -m fpga.synth --scaling --rounding $(ROUNDING)
+	$(PY) -m int8_systolic.fpga.synth --scaling --rounding $(ROUNDING)
 
 demo: $(STAMP)
-	$(PY) -m sim.run_model okay_nabu --steps 20
+	$(VENV)/bin/int8-systolic run-model okay_nabu --steps 20
 
 bench: $(STAMP)
-	$(PY) -m sim.bench
+	$(PY) -m int8_systolic.sim.bench
 
 bench-models: $(STAMP)
-	$(PY) -m sim.bench_models
+	$(PY) -m int8_systolic.sim.bench_models
 
 bench-golden: $(STAMP)
-	$(PY) -m golden.bench
+	$(PY) -m int8_systolic.golden.bench
 
 conformance: $(STAMP)
-	$(PY) -m golden.conformance make --out $(CONFORMANCE_PACK) --per-op $(PER_OP) --seed $(SEED)
-	$(PY) -m golden.conformance run $(CONFORMANCE_PACK) --dut golden --report-dir build/conformance
+	$(VENV)/bin/int8-systolic conformance make --out $(CONFORMANCE_PACK) --per-op $(PER_OP) --seed $(SEED)
+	$(VENV)/bin/int8-systolic conformance run $(CONFORMANCE_PACK) --dut golden --report-dir build/conformance
 
 conformance-rtl: $(STAMP)
 	@test -f $(CONFORMANCE_PACK)/manifest.json || $(MAKE) conformance
-	$(PY) -m sim.conformance_rtl $(CONFORMANCE_PACK) --rounding $(ROUNDING) --rows $(ROWS) --cols $(COLS)
+	$(PY) -m int8_systolic.sim.conformance_rtl $(CONFORMANCE_PACK) --rounding $(ROUNDING) --rows $(ROWS) --cols $(COLS)
 
 formal: $(STAMP)
-	$(PY) -m formal --jobs $(JOBS)
+	$(PY) -m int8_systolic.formal --jobs $(JOBS)
 
 mutate: $(STAMP)
-	$(PY) -m mutate --jobs $(JOBS) $(if $(MUTATE_FILES),--files $(MUTATE_FILES)) $(MUTATE_ARGS)
+	$(PY) -m int8_systolic.mutate --jobs $(JOBS) $(if $(MUTATE_FILES),--files $(MUTATE_FILES)) $(MUTATE_ARGS)
 
 clean:
 	rm -rf build .pytest_cache .ruff_cache

@@ -27,8 +27,8 @@ def _rtl_coverage(terminalreporter):
         return
     import pathlib
 
-    from sim import coverage
-    from sim.runner import ROOT
+    from int8_systolic.sim import coverage
+    from int8_systolic.sim.runner import ROOT
 
     stems = [pathlib.Path(s) for s in stems if pathlib.Path(s).with_suffix(".yml").exists()]
     if not stems:

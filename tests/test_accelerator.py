@@ -12,12 +12,19 @@ import pytest
 from amaranth import ClockDomain, Module, Signal
 from amaranth.sim import Simulator
 
-from golden.fixedpoint import wrap_int32_in_int64
-from hw.accelerator import Accelerator, config_layout
-from hw.multiplier import Multiplier
-from hw.output_fifo import nonempty_flag
-from sim.amaranth_bench import load_layer, offer_step, run_full_rate, set_layer_registers, write_tables
-from sim.stimulus import random_problem
+from int8_systolic.golden.fixedpoint import wrap_int32_in_int64
+from int8_systolic.hw.accelerator import Accelerator, config_layout
+from int8_systolic.hw.multiplier import Multiplier
+from int8_systolic.hw.output_fifo import nonempty_flag
+from int8_systolic.sim.amaranth_bench import (
+    load_layer,
+    offer_step,
+    run_full_rate,
+    set_layer_registers,
+    simulate,
+    write_tables,
+)
+from int8_systolic.sim.stimulus import random_problem
 
 
 def run_accelerator(dut, problems, seed, p_idle=0.2, p_ready=0.7, lead=3):
@@ -269,10 +276,7 @@ def test_nonempty_flag(seed, limit):
             assert ctx.get(nonempty) == (count != 0), f"cycle {n}: count {count}"
             checked[0] += 1
 
-    sim = Simulator(m)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(m, bench)
     assert checked[0] == 3000
 
 
@@ -431,10 +435,7 @@ def test_accelerator_first_step_three_cycles_after_reset(seed):
             await write_tables(ctx, dut, after)      # the table, in the cycles before the first step
             results.append(await stream(after))      # the first step, three cycles after rst fell
 
-    sim = Simulator(top)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(top, bench)
     for (_, prob), rows in zip(pairs, results, strict=True):
         got = prob.assemble(rows, 1, 1)
         want, _ = prob.expected()

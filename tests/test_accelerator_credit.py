@@ -26,11 +26,10 @@ from bisect import bisect_right
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
-from hw.accelerator import Accelerator
-from sim.amaranth_bench import load_layer, offer_step
-from sim.stimulus import random_problem
+from int8_systolic.hw.accelerator import Accelerator
+from int8_systolic.sim.amaranth_bench import load_layer, offer_step, simulate
+from int8_systolic.sim.stimulus import random_problem
 
 ADMIT_LAG, READ_LAG = 4, 5
 
@@ -64,10 +63,7 @@ def run_traced(dut, prob, res_ready):
                 reads.append(cycle)
             cycle += 1
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return offers, reads, rows
 
 

@@ -20,9 +20,9 @@ of the read-out's OR tree).
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
-from hw.array import MACCell, SystolicArray
+from int8_systolic.hw.array import MACCell, SystolicArray
+from int8_systolic.sim.amaranth_bench import simulate
 
 SHAPES = [(1, 1), (2, 3), (3, 2), (5, 1)]
 TAG_WIDTH = 8
@@ -104,10 +104,7 @@ def run_array(dut, cycles):
                 seen.append((0, None, None))
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return cycles, seen
 
 
@@ -201,10 +198,7 @@ def run_cell(cell, steps):
                          "out": ctx.get(cell.out), "out_last": ctx.get(cell.out_last)})
             await ctx.tick()
 
-    sim = Simulator(cell)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(cell, bench)
     return seen
 
 

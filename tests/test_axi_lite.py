@@ -25,9 +25,9 @@ in the wrong cycle shows. ``w_pre`` is only defined with ``write_latency`` >= 2,
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
-from hw.axi_lite import AxiLiteSlave
+from int8_systolic.hw.axi_lite import AxiLiteSlave
+from int8_systolic.sim.amaranth_bench import simulate
 
 OKAY, SLVERR = 0b00, 0b10
 # The module docstring's latencies: BVALID write_latency + B_AFTER cycles after AW and W are accepted,
@@ -219,10 +219,7 @@ def run_axi(dut, seed, n_writes=300, n_reads=300):
             raise AssertionError(f"timed out after {budget} cycles: {w_done} of {n_writes} writes, "
                                  f"{r_done} of {n_reads} reads answered")
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return cover
 
 

@@ -4,9 +4,9 @@ import pathlib
 
 import pytest
 
-from hw.axi_top import AxiAccelerator
-from hw.registers import REGISTERS, c_header, markdown
-from sim.runner import build_dir, run_tb
+from int8_systolic.hw.axi_top import AxiAccelerator
+from int8_systolic.hw.registers import REGISTERS, c_header, markdown
+from int8_systolic.sim.runner import build_dir, run_tb
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TESTS = {"registers", "random_gemms", "directed", "counters", "mode_switch", "errors", "reset_mid_stream"}
@@ -14,7 +14,7 @@ TESTS = {"registers", "random_gemms", "directed", "counters", "mode_switch", "er
 
 def test_register_page_is_current():
     page = (ROOT / "docs" / "registers.md").read_text()
-    assert page == markdown(), "docs/registers.md is stale: run `python -m hw.registers`"
+    assert page == markdown(), "docs/registers.md is stale: run `python -m int8_systolic.hw.registers`"
 
 
 def test_c_header_has_every_register():
@@ -40,7 +40,7 @@ def test_queue_depth_refused(depth):
 ])
 def test_axi_rtl(simulator, rows, cols, rounding, seed, record_property):
     results = run_tb(simulator, rows, cols, rounding, seed=seed, problems=6, max_dim=12, max_col_tiles=16,
-                     module="sim.tb_axi", block="axi", tag_suffix="_axi")
+                     module="int8_systolic.sim.tb_axi", block="axi", tag_suffix="_axi")
     # (its coverage, the mode switches through the queue, joins the core runs' in the session's table)
     record_property("rtl_coverage", str(build_dir(simulator, rows, cols, rounding, "_axi") / "coverage"))
     assert {r["test"] for r in results} == TESTS

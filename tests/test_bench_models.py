@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim import bench_models
+from int8_systolic.sim import bench_models
 
 
 def _result(cycles=(421, 1000), formula=(421, 1000), mismatch=None):

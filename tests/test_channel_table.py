@@ -20,15 +20,15 @@ read's cycle, and at the banks' edges; a read sweep of the whole table with no w
 to one entry read every cycle. Entries include the fields' extremes (INT32_MIN/MAX, shift -32/31).
 
 ``dsp="ecp5"`` is not simulated here: it instantiates ``DP16KD`` primitives (hw.ecp5_ram), which
-Amaranth's simulator cannot run (the cocotb/Verilator flow has a model of them: sim/ecp5_models.py).
+Amaranth's simulator cannot run (the cocotb/Verilator flow has a model of them: int8_systolic/sim/ecp5_models.py).
 """
 
 import random
 
 import pytest
-from amaranth.sim import Simulator
 
-from hw.channel_table import ChannelTable
+from int8_systolic.hw.channel_table import ChannelTable
+from int8_systolic.sim.amaranth_bench import simulate
 
 BANK_ENTRIES = 16   # the docstring: with ram="distributed", banks of 16 entries (one ECP5 LUT-RAM cell)
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
@@ -120,10 +120,7 @@ def run_table(dut, seed):
             out.append((got.bias, got.multiplier, got.shift))
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return cycles, out
 
 

@@ -5,11 +5,11 @@ import json
 import numpy as np
 import pytest
 
-from golden.check import CLAUSES, check_model, main
-from golden.tflite.builder import TensorSpec, op_options, single_op_model
-from golden.tflite.cnn import generated_cnn
-from golden.tflite.mlperf import MODEL_NAMES, mlperf_model
-from golden.tflite.wakeword import wakeword_models
+from int8_systolic.golden.check import CLAUSES, check_model, main
+from int8_systolic.golden.tflite.builder import TensorSpec, op_options, single_op_model
+from int8_systolic.golden.tflite.cnn import generated_cnn
+from int8_systolic.golden.tflite.mlperf import MODEL_NAMES, mlperf_model
+from int8_systolic.golden.tflite.wakeword import wakeword_models
 
 I8 = np.int8
 
@@ -144,14 +144,14 @@ def test_markdown_and_json_reports(tmp_path, capsys):
 def test_spec_table_page_is_current():
     from pathlib import Path
 
-    from golden import spec
+    from int8_systolic.golden import spec
     page = Path(__file__).resolve().parents[1] / "docs" / "spec-table.md"
-    assert page.read_text() == spec.markdown(), "docs/spec-table.md is stale: run `python -m golden.spec`"
+    assert page.read_text() == spec.markdown(), "docs/spec-table.md is stale: run `python -m int8_systolic.golden.spec`"
 
 
 def test_checker_agrees_with_the_spec_table():
     """The checker's per-op facts are the table's: MAC ops' weight axes, two-input ops, int8 outputs."""
-    from golden import check, spec
+    from int8_systolic.golden import check, spec
     by_name = {op.name: op for op in spec.OPS}
     for name, axis in check.MAC_OPS.items():
         weights = next(t for t in by_name[name].tensors if t.role == "weights")

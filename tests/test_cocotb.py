@@ -5,14 +5,14 @@ build/sim/test-coverage.{yml,xml}, and its figure printed (see conftest.py)."""
 
 import pytest
 
-from sim.runner import build_dir, run_tb
+from int8_systolic.sim.runner import build_dir, run_tb
 
 pytestmark = pytest.mark.sim
 
 CONFIGS = [  # (simulator, rows, cols, rounding, dsp); Icarus first: `make mutate` stops at the first failure
     ("icarus", 1, 1, "double", "generic"),
     ("icarus", 2, 3, "single", "generic"),
-    # The ECP5 build (MULT18X18D and DP16KD primitives, with sim/ecp5_models.py's models).
+    # The ECP5 build (MULT18X18D and DP16KD primitives, with int8_systolic/sim/ecp5_models.py's models).
     ("icarus", 2, 2, "double", "ecp5"),
     ("verilator", 2, 3, "double", "generic"),
     ("verilator", 4, 4, "single", "generic"),

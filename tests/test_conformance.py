@@ -12,13 +12,13 @@ import os
 import numpy as np
 import pytest
 
-from golden import variants
-from golden.conformance import harness, pack, report
-from golden.conformance.__main__ import main
-from golden.conformance.duts import GoldenDut, LiteRTDut, RecordedDut, resolve
-from golden.conformance.harness import load_pack, run
-from golden.conformance.pack import PackError, write_pack
-from golden.tflite.runtimes import run_litert_reference, run_tflm
+from int8_systolic.golden import variants
+from int8_systolic.golden.conformance import harness, pack, report
+from int8_systolic.golden.conformance.__main__ import main
+from int8_systolic.golden.conformance.duts import GoldenDut, LiteRTDut, RecordedDut, resolve
+from int8_systolic.golden.conformance.harness import load_pack, run
+from int8_systolic.golden.conformance.pack import PackError, write_pack
+from int8_systolic.golden.tflite.runtimes import run_litert_reference, run_tflm
 
 pytestmark = pytest.mark.tflm
 
@@ -193,7 +193,7 @@ def test_litert_modes_are_named_per_op(pack_dir, mode, per_op):
 @pytest.mark.parametrize("rounding", ["double", "single"])
 def test_the_rtl_passes_the_mac_cases_and_is_named_by_its_rounding(pack_dir, tmp_path, rounding):
     """`make conformance-rtl` on the small pack's random and discriminator MAC cases, both rounding builds."""
-    from sim.conformance_rtl import run_conformance_rtl
+    from int8_systolic.sim.conformance_rtl import run_conformance_rtl
 
     result, tb = run_conformance_rtl(pack_dir, rounding=rounding, rows=4, cols=4, tags=["random", "discriminator"],
                                      out_dir=tmp_path)

@@ -20,10 +20,10 @@ admits and reads in the same cycle; rows 1, 2, 3 and 8 and limits 0, below, at a
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
-from hw.credit import CreditCounter
-from hw.sequencer import Sequencer
+from int8_systolic.hw.credit import CreditCounter
+from int8_systolic.hw.sequencer import Sequencer
+from int8_systolic.sim.amaranth_bench import simulate
 
 ADMIT_LAG = CreditCounter.LAG                              # from a tile's first step
 READ_LAG = CreditCounter.RETURN + CreditCounter.LAG - 1    # from a read on res
@@ -84,10 +84,7 @@ def run_credit(dut, rng, n_cycles, *, gated=True, tile_period=None, p_admit=0.5,
             stats["both"] += bool(pulse and read)
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return stats
 
 

@@ -4,9 +4,9 @@ import re
 
 import pytest
 
-from hw.accelerator import Accelerator
-from hw.export import export, export_axi
-from sim.lint import lint
+from int8_systolic.hw.accelerator import Accelerator
+from int8_systolic.hw.export import export, export_axi
+from int8_systolic.sim.lint import lint
 
 
 @pytest.mark.parametrize(("rows", "cols", "rounding"), [(2, 3, "single"), (1, 1, "double")])
@@ -47,7 +47,7 @@ def test_axi_top_exports_with_amba_port_names_and_lints_clean(tmp_path):
 
 def test_gemm_settings_bits_as_documented():
     """docs/architecture.md gives gemm__settings' fields from bit 0 in this order, and 63 bits at 64 tiles."""
-    from hw.gemm_control import settings_layout
+    from int8_systolic.hw.gemm_control import settings_layout
     layout = settings_layout(64)
     assert list(layout.members) == ["k_steps", "n_tiles", "table_base", "depthwise", "output_offset", "act_min",
                                     "act_max", "bypass"]

@@ -11,8 +11,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from golden import fixedpoint as fp
-from golden import reference as ref
+from int8_systolic.golden import fixedpoint as fp
+from int8_systolic.golden import reference as ref
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 CORNERS = [I32_MIN, I32_MIN + 1, -(2**30) - 1, -(2**30), -65537, -3, -2, -1, 0, 1, 2, 3, 65537, 2**30,

@@ -9,9 +9,9 @@ other ways and prove the real design (about as long as `make formal`).
 
 import pytest
 
-from formal.__main__ import run_task
-from formal.identities import prove_all
-from formal.requantizer import BROKEN, RequantizerProof
+from int8_systolic.formal.__main__ import run_task
+from int8_systolic.formal.identities import prove_all
+from int8_systolic.formal.requantizer import BROKEN, RequantizerProof
 
 pytestmark = pytest.mark.formal
 

@@ -21,12 +21,12 @@ import random
 from dataclasses import dataclass
 
 import pytest
-from amaranth.sim import Simulator
 
-from hw.gemm_control import settings_layout
-from hw.gemm_scheduler import GemmScheduler, descriptor_layout
-from hw.result_framer import ResultFramer, counts_layout
-from hw.sequencer import Sequencer
+from int8_systolic.hw.gemm_control import settings_layout
+from int8_systolic.hw.gemm_scheduler import GemmScheduler, descriptor_layout
+from int8_systolic.hw.result_framer import ResultFramer, counts_layout
+from int8_systolic.hw.sequencer import Sequencer
+from int8_systolic.sim.amaranth_bench import simulate
 
 SEED = int(os.environ.get("SEED", "1"))  # (tests/conftest.py's seed, for a fixture shared by the module's tests)
 MAX_COL_TILES = 8
@@ -216,10 +216,7 @@ class Run:
                 await ctx.tick()
                 t += 1
 
-        sim = Simulator(dut)
-        sim.add_clock(1e-8)
-        sim.add_testbench(bench)
-        sim.run()
+        simulate(dut, bench)
         return self
 
 

@@ -1,18 +1,18 @@
-"""The golden interpreter's fast MAC path (golden/reference_ops/mac_plan.py) against the staged kernels.
+"""The golden interpreter's fast MAC path (int8_systolic/golden/reference_ops/mac_plan.py) against the staged kernels.
 
 The staged kernels are what the RTL is checked against and what tests/test_staged_vs_reference.py
 ties to TFLite's reference loops; the fast path must equal them bit for bit on every layer
 kind, including per-channel shifts that mix left shifts, no shift and right shifts, int32
 accumulator wrap-around, every activation and padding, strides, dilations and depth
-multipliers. Also the fast MultiplyByQuantizedMultiplier of golden/reference_ops/_fast.py.
+multipliers. Also the fast MultiplyByQuantizedMultiplier of int8_systolic/golden/reference_ops/_fast.py.
 """
 
 import numpy as np
 import pytest
 
-from golden import kernels
-from golden.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
-from golden.reference_ops import _fast, mac_plan
+from int8_systolic.golden import kernels
+from int8_systolic.golden.fixedpoint import multiply_by_quantized_multiplier, quantize_multiplier
+from int8_systolic.golden.reference_ops import _fast, mac_plan
 
 
 def _params(rng, n, scalar=False, moderate=False):

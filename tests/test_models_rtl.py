@@ -3,15 +3,15 @@
 import numpy as np
 import pytest
 
-from golden.tflite.cnn import generated_cnn
-from golden.tflite.inputs import model_inputs
-from golden.tflite.interpreter import Interpreter
-from golden.tflite.mlperf import MODEL_NAMES, mlperf_model
-from golden.tflite.wakeword import wakeword_models
-from sim.mapping import map_layer
-from sim.run_model import main as run_model_main
-from sim.run_model import run_model
-from sim.runner import ROOT
+from int8_systolic.golden.tflite.cnn import generated_cnn
+from int8_systolic.golden.tflite.inputs import model_inputs
+from int8_systolic.golden.tflite.interpreter import Interpreter
+from int8_systolic.golden.tflite.mlperf import MODEL_NAMES, mlperf_model
+from int8_systolic.golden.tflite.wakeword import wakeword_models
+from int8_systolic.host.mapping import map_layer
+from int8_systolic.sim.run_model import main as run_model_main
+from int8_systolic.sim.run_model import run_model
+from int8_systolic.sim.runner import ROOT
 
 
 @pytest.mark.parametrize(("rows", "cols", "max_n"), [(8, 8, 64), (3, 5, 10), (1, 1, 4)])
@@ -52,7 +52,7 @@ def test_mapping_reproduces_every_golden_layer(seed, rows, cols, max_n):
 ])
 def test_depthwise_mapping_rule(depth_multiplier, channels, want):
     """The mapping streams the depthwise mode unless the block-diagonal GEMMs take no more cycles."""
-    from sim.stimulus import depthwise_layers
+    from int8_systolic.sim.stimulus import depthwise_layers
 
     layer = depthwise_layers(np.random.default_rng(1), 8, random_count=0)[0]   # 3x3, stride 1, SAME
     cout = channels * depth_multiplier
@@ -67,7 +67,7 @@ def test_depthwise_mapping_rule(depth_multiplier, channels, want):
 
 
 def test_map_layer_refuses_unknown_mode():
-    from sim.stimulus import depthwise_layers
+    from int8_systolic.sim.stimulus import depthwise_layers
 
     layer = depthwise_layers(np.random.default_rng(1), 8, random_count=0)[0]
     with pytest.raises(ValueError, match="depthwise must be 'auto', 'depthwise' or 'gemm'"):
@@ -112,7 +112,7 @@ def test_run_model_refuses_unreadable_model(tmp_path, capsys):
 
 def test_run_model_refuses_unsupported_op_before_building(tmp_path, capsys):
     """An op the golden interpreter does not run is refused in one line naming it, before any simulator build."""
-    from golden.tflite.builder import TensorSpec, single_op_model
+    from int8_systolic.golden.tflite.builder import TensorSpec, single_op_model
 
     path = tmp_path / "rsqrt.tflite"
     path.write_bytes(single_op_model("RSQRT", [TensorSpec((4,), np.int8, 0.1, 0)], [TensorSpec((4,), np.int8, 0.1, 0)]))

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from mutate import __main__ as mutate_main
-from mutate.operators import OPERATORS, mutants
+from int8_systolic.mutate import __main__ as mutate_main
+from int8_systolic.mutate.operators import OPERATORS, mutants
 
 ROOT = mutate_main.ROOT
 
@@ -65,20 +65,22 @@ class Thing:
 
 def test_report_scores_listed_equivalents_and_flags_stale_entries(monkeypatch, tmp_path):
     monkeypatch.setattr(mutate_main, "OUT", tmp_path)
-    muts = mutants(ROOT / "hw/array.py", ROOT)[:6]
+    muts = mutants(ROOT / "int8_systolic/hw/array.py", ROOT)[:6]
     records = {muts[0].id: {"status": "killed", "stage": "fast", "seconds": 1.0, "run": 0},
                muts[1].id: {"status": "killed", "stage": "full", "seconds": 1.0, "run": 1},
                muts[2].id: {"status": "equivalent", "stage": "netlist", "seconds": 1.0, "run": 1},
                muts[3].id: {"status": "survived", "stage": None, "seconds": 1.0, "run": 1},
                muts[4].id: {"status": "survived", "stage": None, "seconds": 1.0, "run": 1}}
-    listed = {muts[4].id: "argued", "hw/array.py::gone::constant::1 -> 2#0": "stale", "hw/other.py::x": "elsewhere"}
-    runs = [{"date": d, "commit": "abc", "files": ["hw/array.py"], "mutants": 5, "jobs": 2, "wall_seconds": 60.0}
+    listed = {muts[4].id: "argued", "int8_systolic/hw/array.py::gone::constant::1 -> 2#0": "stale",
+              "int8_systolic/hw/other.py::x": "elsewhere"}
+    runs = [{"date": d, "commit": "abc", "files": ["int8_systolic/hw/array.py"], "mutants": 5, "jobs": 2,
+             "wall_seconds": 60.0}
             for d in ("2026-11-23 10:00", "2026-11-24 10:00")]
-    _, survivors, stale = mutate_main._report(muts, records, listed, ["hw/array.py"], runs)
+    _, survivors, stale = mutate_main._report(muts, records, listed, ["int8_systolic/hw/array.py"], runs)
     assert [m.id for m, _ in survivors] == [muts[3].id]
-    assert stale == ["hw/array.py::gone::constant::1 -> 2#0"]
+    assert stale == ["int8_systolic/hw/array.py::gone::constant::1 -> 2#0"]
     doc = json.loads((tmp_path / "report.json").read_text())
-    row = doc["table"]["hw/array.py"]
+    row = doc["table"]["int8_systolic/hw/array.py"]
     assert (row["generated"], row["not run"], row["killed"], row["equivalent (netlist)"], row["equivalent (listed)"],
             row["survived"]) == (6, 1, 2, 1, 1, 1)
     assert row["score"] == pytest.approx(100 * 2 / 3, abs=0.01)

@@ -9,10 +9,10 @@ test checks that TFLM refuses it too.
 import numpy as np
 import pytest
 
-from golden.tflite.builder import TensorSpec, op_options, single_op_model
-from golden.tflite.interpreter import Interpreter
-from golden.tflite.model import ModelError
-from golden.tflite.runtimes import run_tflm
+from int8_systolic.golden.tflite.builder import TensorSpec, op_options, single_op_model
+from int8_systolic.golden.tflite.interpreter import Interpreter
+from int8_systolic.golden.tflite.model import ModelError
+from int8_systolic.golden.tflite.runtimes import run_tflm
 
 I8 = np.int8
 

@@ -1,6 +1,6 @@
 """Every op of the golden model's table against TFLite-Micro, one single-op model per case.
 
-Per op: random cases plus adversarial ones (golden/conformance/op_cases.py): zero points -128 and 127,
+Per op: random cases plus adversarial ones (int8_systolic/golden/conformance/op_cases.py): zero points -128 and 127,
 inputs at -128/127, multipliers below 2**-20 and above 1, exact rounding ties, every
 option, the largest ranks TFLM accepts. Every output element is compared bit for bit.
 ``make test`` runs a few random cases per op; ``make test-all`` (``slow``) at least 100.
@@ -11,10 +11,10 @@ with an uninitialised value (docs/runtimes.md).
 import numpy as np
 import pytest
 
-from golden.conformance.op_cases import GENERATORS, cases
-from golden.reference_ops import OP_FAMILIES, OP_TABLE
-from golden.tflite.interpreter import MAC_OPS, Interpreter
-from golden.tflite.runtimes import run_litert_reference, run_tflm
+from int8_systolic.golden.conformance.op_cases import GENERATORS, cases
+from int8_systolic.golden.reference_ops import OP_FAMILIES, OP_TABLE
+from int8_systolic.golden.tflite.interpreter import MAC_OPS, Interpreter
+from int8_systolic.golden.tflite.runtimes import run_litert_reference, run_tflm
 
 pytestmark = pytest.mark.tflm
 

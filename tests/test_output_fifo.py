@@ -28,9 +28,9 @@ import random
 
 import pytest
 from amaranth import Elaboratable, Module, Signal
-from amaranth.sim import Simulator
 
-from hw.output_fifo import OutputFIFO, RowFIFO, nonempty_flag
+from int8_systolic.hw.output_fifo import OutputFIFO, RowFIFO, nonempty_flag
+from int8_systolic.sim.amaranth_bench import simulate
 
 WIDTH = 32
 SEQ_BITS = 16   # the low bits of each row: its sequence number (the rest random)
@@ -93,10 +93,7 @@ def run_fifo(dut, latency, seed, copy):
         assert not queue, f"{len(queue)} rows never came out"
         assert stats["read"] == written
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     return stats
 
 
@@ -161,8 +158,5 @@ def test_nonempty_flag_is_count_not_zero(seed, limit):
             count += int(a) - int(r)
             await ctx.tick()
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     assert checked[0] == 60 * limit + 400

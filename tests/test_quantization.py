@@ -5,9 +5,9 @@ import math
 import numpy as np
 import pytest
 
-import golden
-from golden.tflite.builder import ModelBuilder, schema
-from golden.tflite.runtimes import run_tflm
+from int8_systolic import golden
+from int8_systolic.golden.tflite.builder import ModelBuilder, schema
+from int8_systolic.golden.tflite.runtimes import run_tflm
 
 
 def test_choose_quantization_params_rounds_the_zero_point():

@@ -10,8 +10,8 @@ import pytest
 from amaranth import Elaboratable, Module, Signal, Value
 from amaranth.sim import Simulator
 
-from hw.register_block import RegisterBlock
-from hw.registers import REGISTERS, reg
+from int8_systolic.hw.register_block import RegisterBlock
+from int8_systolic.hw.registers import REGISTERS, reg
 
 WL, RL, RS = RegisterBlock.WRITE_LATENCY, RegisterBlock.READ_LATENCY, RegisterBlock.READ_SAMPLE
 CONSTANTS = {r.name: 0x1000 + i * 0x111 for i, r in enumerate(REGISTERS) if r.kind == "const"}

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from sim import regress
+from int8_systolic.sim import regress
 
 
 def test_shards_are_disjoint_deterministic_and_cover_every_job():
@@ -75,7 +75,7 @@ def _coverage_file(stem, labels):
     """A job's coverage file as the testbench writes it, with ``labels`` {(group, point): bins} hit."""
     from cocotb_coverage.coverage import coverage_db
 
-    from sim import coverage
+    from int8_systolic.sim import coverage
 
     for item in coverage_db.values():      # a fresh database: zero every bin of the process-wide one
         if hasattr(item, "_hits"):
@@ -88,7 +88,7 @@ def _coverage_file(stem, labels):
 
 
 def test_coverage_is_merged_and_a_full_run_fails_on_a_bin_never_hit(monkeypatch, tmp_path, capsys):
-    from sim import coverage
+    from int8_systolic.sim import coverage
 
     monkeypatch.setattr(regress, "SIM_DIR", tmp_path)
     every = {(g, p): bins for g, pts in coverage.MODEL.items() for p, bins in pts.items()}
@@ -122,7 +122,7 @@ def test_coverage_is_merged_and_a_full_run_fails_on_a_bin_never_hit(monkeypatch,
 
 def test_coverage_classifier_finds_each_requantizer_corner():
     """The classifier the coverage model samples with, on hand-computed elements."""
-    from sim.coverage import classify
+    from int8_systolic.sim.coverage import classify
 
     i32min, i32max = -(2**31), 2**31 - 1
     # double: SRDHM(2**31 - 1, 2**30) = 2**30 (a product just below 2**61, rounded up), an exact tie at >> 31

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from amaranth.sim import Simulator
 
-from golden import staged
-from hw.requantizer import Requantizer
+from int8_systolic.golden import staged
+from int8_systolic.hw.requantizer import Requantizer
 
 I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 

@@ -15,11 +15,11 @@ import random
 
 import pytest
 from amaranth import Shape
-from amaranth.sim import Simulator
 
-from hw.accelerator import Accelerator
-from hw.gemm_scheduler import GemmScheduler
-from hw.result_framer import ResultFramer, counts_layout
+from int8_systolic.hw.accelerator import Accelerator
+from int8_systolic.hw.gemm_scheduler import GemmScheduler
+from int8_systolic.hw.result_framer import ResultFramer, counts_layout
+from int8_systolic.sim.amaranth_bench import simulate
 
 MAX_COL_TILES = 8
 N_WIDTH = Shape.cast(range(MAX_COL_TILES + 1)).width   # as the scheduler's counts.n_tiles
@@ -110,10 +110,7 @@ class Run:
                 await ctx.tick()
                 t += 1
 
-        sim = Simulator(dut)
-        sim.add_clock(1e-8)
-        sim.add_testbench(bench)
-        sim.run()
+        simulate(dut, bench)
         return self
 
     def check(self):

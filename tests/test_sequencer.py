@@ -20,9 +20,9 @@ of 2, 3, 5 and 8 and tables of 1 to 6 column tiles.
 
 import numpy as np
 import pytest
-from amaranth.sim import Simulator
 
-from hw.sequencer import Sequencer
+from int8_systolic.hw.sequencer import Sequencer
+from int8_systolic.sim.amaranth_bench import simulate
 
 AL, SETTLE = Sequencer.ADMIT_LATENCY, Sequencer.SETTLE
 # (min_tile_steps, max_col_tiles)
@@ -180,10 +180,7 @@ def run_sequencer(dut, gemms, rng, *, p_valid=0.7, p_credit=0.8, p_hold=0.1, p_h
             await ctx.tick()
         stats["cycles"] = t
 
-    sim = Simulator(dut)
-    sim.add_clock(1e-8)
-    sim.add_testbench(bench)
-    sim.run()
+    simulate(dut, bench)
     assert stats["tiles"] == sum(g["n_tiles"] * g["row_tiles"] for g in gemms)
     return stats
 

@@ -8,11 +8,11 @@ to TFLite's own loop nests on random and corner inputs, in both rounding variant
 import numpy as np
 import pytest
 
-import golden
-from golden import reference as ref
-from golden.conformance import mac_cases as cases
-from golden.ops import add_params, conv_params, fully_connected_params
-from golden.quantization import activation_range
+from int8_systolic import golden
+from int8_systolic.golden import reference as ref
+from int8_systolic.golden.conformance import mac_cases as cases
+from int8_systolic.golden.ops import add_params, conv_params, fully_connected_params
+from int8_systolic.golden.quantization import activation_range
 
 ROUNDINGS = ["double", "single"]
 

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from fpga import floorplan, synth
-from fpga.floorplan import ecp5_floorplan
-from fpga.synth import (
+from int8_systolic.fpga import floorplan, synth
+from int8_systolic.fpga.floorplan import ecp5_floorplan
+from int8_systolic.fpga.synth import (
     TARGETS,
     SynthError,
     check_verilog,
@@ -19,8 +19,8 @@ from fpga.synth import (
     seed_sweep,
     synthesize,
 )
-from hw.accelerator import Accelerator
-from hw.narrow_io import NarrowIO
+from int8_systolic.hw.accelerator import Accelerator
+from int8_systolic.hw.narrow_io import NarrowIO
 
 
 def wrapper_ffs(rows, cols, max_col_tiles, width=8):
@@ -375,7 +375,7 @@ def _two_copies():
     from amaranth.lib import wiring
     from amaranth.lib.wiring import In, Out
 
-    from hw.pipeline import KEEP_APART
+    from int8_systolic.hw.pipeline import KEEP_APART
 
     class TwoCopies(wiring.Component):
         d: In(4)

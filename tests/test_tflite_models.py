@@ -11,9 +11,9 @@
 import numpy as np
 import pytest
 
-from golden.conformance.op_cases import shrink_in_range
-from golden.logistic import logistic_int8, logistic_int8_params
-from golden.tflite.builder import (
+from int8_systolic.golden.conformance.op_cases import shrink_in_range
+from int8_systolic.golden.logistic import logistic_int8, logistic_int8_params
+from int8_systolic.golden.tflite.builder import (
     ModelBuilder,
     TensorSpec,
     fully_connected_model,
@@ -21,12 +21,12 @@ from golden.tflite.builder import (
     schema,
     single_op_model,
 )
-from golden.tflite.inputs import model_inputs
-from golden.tflite.interpreter import Interpreter, compare_with_tflm
-from golden.tflite.mlperf import MODEL_NAMES, mlperf_model
-from golden.tflite.model import ModelError, load_model
-from golden.tflite.runtimes import TflmModel, run_tflm
-from golden.tflite.wakeword import feature_windows, wakeword_models
+from int8_systolic.golden.tflite.inputs import model_inputs
+from int8_systolic.golden.tflite.interpreter import Interpreter, compare_with_tflm
+from int8_systolic.golden.tflite.mlperf import MODEL_NAMES, mlperf_model
+from int8_systolic.golden.tflite.model import ModelError, load_model
+from int8_systolic.golden.tflite.runtimes import TflmModel, run_tflm
+from int8_systolic.golden.tflite.wakeword import feature_windows, wakeword_models
 
 pytestmark = pytest.mark.tflm
 

@@ -10,8 +10,8 @@ end of the run.
 import numpy as np
 import pytest
 
-from golden.conformance import mac_cases as cases
-from golden.tflite.runtimes import run_litert_reference, run_tflm
+from int8_systolic.golden.conformance import mac_cases as cases
+from int8_systolic.golden.tflite.runtimes import run_litert_reference, run_tflm
 
 pytestmark = pytest.mark.tflm
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-import golden
+from int8_systolic import golden
 
 X = np.zeros((2, 4), np.int8)
 W = np.ones((3, 4), np.int8)

@@ -10,10 +10,10 @@ LiteRT's optimized kernels (ruy) = upward, LiteRT's default interpreter (XNNPACK
 import numpy as np
 import pytest
 
-import golden
-from golden import variants
-from golden.tflite.builder import fully_connected_model
-from golden.tflite.runtimes import run_tflm
+from int8_systolic import golden
+from int8_systolic.golden import variants
+from int8_systolic.golden.tflite.builder import fully_connected_model
+from int8_systolic.golden.tflite.runtimes import run_tflm
 
 DISCRIMINATORS = (4.0, 8.0, 1 / 0.3000000119)   # output scales (input and weight scales 1)
 

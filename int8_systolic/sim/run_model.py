@@ -1,0 +1,160 @@
+"""Run a .tflite model with every MAC layer on the simulated RTL, compared with TFLM layer by layer.
+
+    int8-systolic run-model MODEL.tflite [--sim verilator|icarus] [--steps N] [--rows R --cols C]
+                            [--block axi [--no-queue]]
+
+MODEL may also be ``cnn`` (the project's generated CNN), a wake-word model's name
+(``alexa``, ``hey_jarvis``, ``hey_mycroft``, ``okay_nabu``) or an MLPerf Tiny class model's
+(``image_classification``, ``keyword_spotting``, ``visual_wake_words``,
+``anomaly_detection``, ``keyword_spotting_mobilenetv2``). A model the golden interpreter
+cannot run (an unsupported op, a broken quantization clause) is refused in one line before
+the simulator is built. Prints a progress line per
+step, then a per-layer table (op, shapes, MACs, cycles, utilization, bit-exact or the
+first mismatch with its golden stages) and the TFLM comparison; writes the figures to
+build/models/<model>_<sim>_<R>x<C>.json. Exit status 1 on any mismatch.
+"""
+
+import argparse
+import json
+import os
+import sys
+import time
+
+from int8_systolic.golden.tflite.interpreter import Interpreter
+from int8_systolic.golden.tflite.model import ModelError
+
+from ..paths import build_root
+from .runner import build_dir, run_tb
+
+__all__ = ["main", "resolve_model", "run_model", "run_models"]
+
+
+def resolve_model(name):
+    """A path, ``cnn`` (written to build/models/cnn.tflite) or a bundled wake-word or MLPerf model's name."""
+    from int8_systolic.golden.tflite.mlperf import MODEL_NAMES, mlperf_model
+    from int8_systolic.golden.tflite.wakeword import wakeword_models
+
+    if name == "cnn":
+        from int8_systolic.golden.tflite.cnn import generated_cnn
+
+        path = build_root() / "models" / "cnn.tflite"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(generated_cnn())
+        return path
+    for p in wakeword_models():
+        if p.stem == name:
+            return p
+    if name in MODEL_NAMES:
+        return mlperf_model(name)
+    return name
+
+
+def run_model(model, **kwargs):
+    """Run the cocotb model testbench on one model; returns its result dict (see :func:`run_models`)."""
+    return run_models([model], **kwargs)[0]
+
+
+def run_models(models, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto",
+               build_tag="_model", block="core", queue=True, max_col_tiles=None):
+    """Run the cocotb model testbench on ``models``, one after another in one simulation; returns their
+    result dicts in order (raises if a model produced none). ``steps``: one count for all, or one per model.
+
+    ``build_tag`` names the build directory (parallel runs need one each); ``block`` "axi" runs the
+    layers on the AXI top, through its descriptor queue unless ``queue`` is False; ``max_col_tiles``
+    the tables' depth (default 16 on the core, 64 on the AXI top): wider layers are split into GEMMs."""
+    paths = [resolve_model(str(model)) for model in models]
+    # Refuse what the golden interpreter cannot run (unreadable file, unsupported op, broken quantization clause)
+    # here, with its one-line message, before anything is built.
+    for path in paths:
+        Interpreter(path)
+    steps = [steps] * len(paths) if isinstance(steps, int) else list(steps)
+    if len(steps) != len(paths):
+        raise ValueError(f"{len(steps)} step counts for {len(paths)} models")
+    env = {"TB_MODEL": os.pathsep.join(str(os.path.abspath(p)) for p in paths),
+           "TB_STEPS": os.pathsep.join(str(s) for s in steps),
+           "TB_INPUT": input_kind,
+           "COCOTB_LOG_LEVEL": os.environ.get("COCOTB_LOG_LEVEL", "WARNING"), "TB_BLOCK": block,
+           "TB_QUEUE": "1" if queue else "0"}
+    if block == "axi":
+        build_tag += "_axi"
+    error = None
+    try:
+        if max_col_tiles is None:
+            max_col_tiles = 64 if block == "axi" else 16
+        results = run_tb(sim, rows, cols, "double", seed=seed, pauses=False, waves=waves,
+                         module="int8_systolic.sim.tb_model", extra_env=env, tag_suffix=build_tag,
+                         max_col_tiles=max_col_tiles, block=block)
+    except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails; its results still count
+        error = exc
+        path = build_dir(sim, rows, cols, "double", build_tag) / "results.jsonl"
+        results = [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+    runs = [r for r in results if r.get("test") == "run_model"]
+    if len(runs) < len(paths):
+        raise RuntimeError(f"the model testbench produced {len(runs)} of {len(paths)} results ({error}); see the "
+                           f"simulator log above")
+    return runs[-len(paths):]
+
+
+def print_report(res, sim):
+    r, c = res["rows"], res["cols"]
+    where = {"core": "", "axi": " behind the AXI top"}.get(res.get("block", "core"), "")
+    if res.get("block") == "axi":
+        where += ", GEMMs queued" if res.get("queue") else ", one GEMM at a time (no queue)"
+    print(f"\n{res['model']} on a {r}x{c} array{where} ({sim}), {res['steps']} steps; per step:")
+    print(f"{'op':>3} {'type':<18} {'input':>12} {'weights':>12} {'output':>10} {'MACs':>7} {'GEMMs':>5} "
+          f"{'cycles':>7} {'util':>7}  result")
+    for L in res["layers"]:
+        cycles = sum(L["cycles"]) / len(L["cycles"])
+        util = L["macs"] / (r * c * cycles) if cycles else 0.0
+        status = f"bit-exact ({L['exact_steps']}/{len(L['cycles'])} steps)" if L["first_mismatch"] is None \
+            else f"MISMATCH {L['first_mismatch']}"
+        print(f"{L['op_index']:>3} {L['op']:<18} {L['input']:>12} {L['weights']:>12} {L['output']:>10} "
+              f"{L['macs']:>7} {L['gemms']:>5} {cycles:>7.0f} {100 * util:>6.1f}%  {status}")
+    total_macs = sum(L["macs"] for L in res["layers"])
+    total_cycles = sum(sum(L["cycles"]) / len(L["cycles"]) for L in res["layers"])
+    print(f"all MAC layers: {total_macs} MACs in {total_cycles:.0f} cycles per step "
+          f"({100 * total_macs / (r * c * max(total_cycles, 1)):.1f}% utilization)")
+    print(f"TFLM: {res['tflm_tensors_compared']} tensors compared over {res['steps']} steps, "
+          f"{sum(1 for m in res['mismatches'] if 'TFLM' in m)} differ; GEMM outputs compared with golden: "
+          f"{res['compared']}; wall time {res['seconds']:.1f} s")
+    for m in res["mismatches"][:10]:
+        print("  " + m)
+
+
+def main(argv=None, prog="int8-systolic run-model"):
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser.add_argument("model", help="a .tflite path, 'cnn', a wake-word model (e.g. okay_nabu) or an MLPerf Tiny "
+                                      "class model (e.g. image_classification)")
+    parser.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--rows", type=int, default=8)
+    parser.add_argument("--cols", type=int, default=8)
+    parser.add_argument("--input", choices=("auto", "features", "random"), default="auto")
+    parser.add_argument("--block", choices=("core", "axi"), default="core",
+                        help="the core's own streams (default) or the AXI top, through the register-level driver")
+    parser.add_argument("--no-queue", action="store_true",
+                        help="with --block axi: one GEMM at a time, each waiting for the previous one's results")
+    args = parser.parse_args(argv)
+    if args.steps < 1 or args.rows < 1 or args.cols < 1:
+        parser.error("--steps, --rows and --cols must be >= 1")
+    seed = int(os.environ.get("SEED", "1"))
+    t0 = time.monotonic()
+    try:
+        res = run_model(args.model, sim=args.sim, steps=args.steps, rows=args.rows, cols=args.cols, seed=seed,
+                        waves=os.environ.get("WAVES", "0") == "1", input_kind=args.input, block=args.block,
+                        queue=not args.no_queue)
+    except (ModelError, RuntimeError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    print_report(res, args.sim)
+    tag = "" if args.block == "core" else ("_axi_noqueue" if args.no_queue else "_axi")
+    out = (build_root() / "models"
+           / f"{res['model'].removesuffix('.tflite')}_{args.sim}_{args.rows}x{args.cols}{tag}.json")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(res, indent=2) + "\n")
+    print(f"written to {out} ({time.monotonic() - t0:.0f} s in all)")
+    return 1 if res["mismatches"] or res["failures"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
