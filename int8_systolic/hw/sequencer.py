@@ -74,9 +74,15 @@ class Sequencer(wiring.Component):
         lo_bits = max(3, (c - 1).bit_length())
         k_copy = Signal.like(self.k_steps, reset_less=True, name="k_steps_copy")
         k_lo = Signal(lo_bits, reset_less=True)
-        small = Signal(reset_less=True, name="k_small")  # K < 2**lo_bits
+        # K < 2**lo_bits, as two registers (the high bits' two halves zero): the port's register sits
+        # by the scheduler, so each compare from it is two LUT levels at most, and their AND, one
+        # level, goes in the second stage's LUTs by the sequencer.
+        high = len(self.k_steps) - lo_bits
+        small_lo, small_hi = (Signal(reset_less=True, name=f"k_small_{part}") for part in ("lo", "hi"))
+        small = small_lo & small_hi
         m.d.sync += [k_copy.eq(self.k_steps), k_lo.eq(self.k_steps[:lo_bits]),
-                     small.eq(self.k_steps[lo_bits:] == 0)]
+                     small_lo.eq(self.k_steps[lo_bits:lo_bits + high // 2] == 0),
+                     small_hi.eq(self.k_steps[lo_bits + high // 2:] == 0)]
         k_m2 = Signal.like(self.k_steps, reset_less=True)
         k_is = {n: Signal(name=f"k_is_{n}") for n in range(1, 5)}
         # (the padding after a tile of K < min_tile_steps is min_tile_steps - K idle cycles)
