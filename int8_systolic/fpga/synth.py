@@ -90,13 +90,12 @@ TARGETS = {
         "resources": {"TRELLIS_COMB": "luts", "TRELLIS_FF": "ffs", "MULT18X18D": "dsps", "DP16KD": "brams",
                       "TRELLIS_IO": "ios"},
         "freq": 200,
-        # router2 with timing-driven rip-up: on the same ten placements of the 8x8 it routed at
-        # 189.1-206.4 MHz (median 200.3) where plain router2 gave 175.5-203.5 (median 191.3).
+        # router2 with timing-driven rip-up: it routes the 8x8 several MHz higher than plain router2
+        # on the same placements (docs/timing-closure.md).
         "router": "router2-tmg",
         # Placer arguments by block (others: nextpnr's defaults). The AXI top: HeAP's timing weight
-        # at 100 (nextpnr's default 10). On the AXI top's netlist at 292c337 (seed 1, this router),
-        # weights 10, 30, 60 and 100 left 58, 18, 4 and 0 arcs failing 200 MHz: 185.8, 176.2, 190.4
-        # and 200.5 MHz (docs/fpga.md).
+        # at 100 (nextpnr's default 10), which pulls the cells of its control, spread between the
+        # lanes, tables, array and FIFOs, together (docs/timing-closure.md has the weights tried).
         "placer": {"axi": ["--placer-heap-timingweight", "100"]},
         "ram": "distributed",
         "dsp": "ecp5",

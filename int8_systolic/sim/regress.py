@@ -6,6 +6,8 @@ then the four wake-word models (20 steps each), the generated CNN and the five M
 Tiny class models (one inference each) with every MAC layer on the RTL (int8_systolic/sim/tb_model.py,
 compared with golden and TFLM), and two of them through the AXI top's descriptor queue: the
 models of each block run one after another in one simulation, so they share one Verilator build.
+Verilator models are compiled with less C++ optimization (``run_tb(optimize=False)``): these runs
+are short, and compiling was most of their time.
 Each job runs in its own process and build directory, its
 output going to build/sim/logs/<job>.log; ``JOBS`` of them at a time (default: the number
 of cores). A line per job as it finishes, then a table of tests, outputs compared and
@@ -137,7 +139,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
         try:
             results = run_tb(simulator, r, c, rounding, seed=seed, problems=max(6, problems), max_dim=max_dim,
                              waves=waves, dsp=dsp, max_col_tiles=16, module="int8_systolic.sim.tb_axi", block="axi",
-                             tag_suffix="_axi")
+                             tag_suffix="_axi", optimize=False)
         except SystemExit as exc:
             error, results = str(exc) or type(exc).__name__, []
         build = build_dir(simulator, r, c, rounding, suffix)
@@ -155,7 +157,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
         n = problems if simulator == "verilator" or r * c <= 16 else max(2, problems // 3)
         try:
             results = run_tb(simulator, r, c, rounding, seed=seed, problems=n, max_dim=max_dim, waves=waves, dsp=dsp,
-                             long_k=long_k(simulator, r, c))
+                             long_k=long_k(simulator, r, c), optimize=False)
         except SystemExit as exc:     # cocotb-test raises SystemExit on failing cocotb tests
             error, results = str(exc) or type(exc).__name__, []
         build = build_dir(simulator, r, c, rounding, "" if dsp == "generic" else f"_{dsp}")
@@ -172,7 +174,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
     per_model = []
     try:
         res = run_models(names, sim="verilator", steps=[steps for _, steps in job.models], seed=seed, waves=waves,
-                         build_tag=f"_{job.tag}", block=block)
+                         build_tag=f"_{job.tag}", block=block, optimize=False)
         per_model = [{"model": name, "steps": steps, "compared": r["compared"], "failures": r["failures"]}
                      for (name, steps), r in zip(job.models, res, strict=True)]
         compared, failures, tests = sum(r["compared"] for r in res), sum(r["failures"] for r in res), len(res)

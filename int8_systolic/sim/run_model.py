@@ -55,13 +55,14 @@ def run_model(model, **kwargs):
 
 
 def run_models(models, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, waves=False, input_kind="auto",
-               build_tag="_model", block="core", queue=True, max_col_tiles=None):
+               build_tag="_model", block="core", queue=True, max_col_tiles=None, optimize=True):
     """Run the cocotb model testbench on ``models``, one after another in one simulation; returns their
     result dicts in order (raises if a model produced none). ``steps``: one count for all, or one per model.
 
     ``build_tag`` names the build directory (parallel runs need one each); ``block`` "axi" runs the
     layers on the AXI top, through its descriptor queue unless ``queue`` is False; ``max_col_tiles``
-    the tables' depth (default 16 on the core, 64 on the AXI top): wider layers are split into GEMMs."""
+    the tables' depth (default 16 on the core, 64 on the AXI top): wider layers are split into GEMMs;
+    ``optimize`` as :func:`int8_systolic.sim.runner.run_tb`."""
     paths = [resolve_model(str(model)) for model in models]
     # Refuse what the golden interpreter cannot run (unreadable file, unsupported op, broken quantization clause)
     # here, with its one-line message, before anything is built.
@@ -83,7 +84,7 @@ def run_models(models, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, wave
             max_col_tiles = 64 if block == "axi" else 16
         results = run_tb(sim, rows, cols, "double", seed=seed, pauses=False, waves=waves,
                          module="int8_systolic.sim.tb_model", extra_env=env, tag_suffix=build_tag,
-                         max_col_tiles=max_col_tiles, block=block)
+                         max_col_tiles=max_col_tiles, block=block, optimize=optimize)
     except SystemExit as exc:  # cocotb-test raises SystemExit when a cocotb test fails; its results still count
         error = exc
         path = build_dir(sim, rows, cols, "double", build_tag) / "results.jsonl"

@@ -28,12 +28,14 @@ def build_dir(simulator, rows, cols, rounding, tag_suffix=""):
 
 def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, pauses=True, waves=False,
            max_col_tiles=None, testcase=None, module="int8_systolic.sim.tb_accelerator", extra_env=None, tag_suffix="",
-           dsp="generic", long_k=False, block="core"):
+           dsp="generic", long_k=False, block="core", optimize=True):
     """Export the configuration, run int8_systolic/sim/tb_accelerator.py on it; return the per-test result dicts.
 
     The per-channel tables are sized for the largest N the testbench generates (max_dim). The
     functional coverage goes to <build>/coverage.yml and .xml (sim.coverage); ``long_k`` adds the
-    K = 132 105 GEMM whose accumulators wrap int32.
+    K = 132 105 GEMM whose accumulators wrap int32. ``optimize`` False builds a Verilator model with
+    less C++ optimization: a regression's short runs spend most of their time compiling (the 16x16
+    model compiles in well under half the time, and simulates as fast).
     """
     from cocotb_test.simulator import run
 
@@ -81,7 +83,8 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
         # (cocotb 2.0 implemented them in its Verilator loop); cocotb-test does not, and
         # without it every cycle pays an extra ReadWrite callback (~2.5x slower).
         env["COCOTB_TRUST_INERTIAL_WRITES"] = "1"
-        kwargs["make_args"] = ["OPT_FAST=-O2", "OPT_GLOBAL=-O2"]
+        kwargs["make_args"] = (["OPT_FAST=-O2", "OPT_GLOBAL=-O2"] if optimize else
+                               ["OPT_FAST=-O1", "OPT_GLOBAL=-O1", "OPT_SLOW=-O0"])
     run(simulator=simulator, verilog_sources=sources, toplevel=verilog.stem, module=module,
         sim_build=str(build), work_dir=str(build), extra_env=env, waves=waves, testcase=testcase,
         python_search=[str(SOURCE)], **kwargs)
