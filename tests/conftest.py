@@ -27,13 +27,13 @@ def _rtl_coverage(terminalreporter):
         return
     import pathlib
 
+    from int8_systolic.paths import build_root
     from int8_systolic.sim import coverage
-    from int8_systolic.sim.runner import ROOT
 
     stems = [pathlib.Path(s) for s in stems if pathlib.Path(s).with_suffix(".yml").exists()]
     if not stems:
         return
-    yml = coverage.merge(stems, ROOT / "build" / "sim" / "test-coverage")
+    yml = coverage.merge(stems, build_root() / "sim" / "test-coverage")
     hit, total = coverage.totals(yml)
     tr = terminalreporter
     tr.section("RTL functional coverage of this run (make sim merges every configuration)")

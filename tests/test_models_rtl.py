@@ -9,9 +9,9 @@ from int8_systolic.golden.tflite.interpreter import Interpreter
 from int8_systolic.golden.tflite.mlperf import MODEL_NAMES, mlperf_model
 from int8_systolic.golden.tflite.wakeword import wakeword_models
 from int8_systolic.host.mapping import map_layer
+from int8_systolic.paths import build_root
 from int8_systolic.sim.run_model import main as run_model_main
 from int8_systolic.sim.run_model import run_model
-from int8_systolic.sim.runner import ROOT
 
 
 @pytest.mark.parametrize(("rows", "cols", "max_n"), [(8, 8, 64), (3, 5, 10), (1, 1, 4)])
@@ -120,7 +120,7 @@ def test_run_model_refuses_unsupported_op_before_building(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "rsqrt.tflite: subgraph 0, operator 0 (RSQRT): unsupported op" in err
-    assert not list((ROOT / "build" / "sim").glob("verilator_3x3_*_model*")), "the simulator was built anyway"
+    assert not list((build_root() / "sim").glob("verilator_3x3_*_model*")), "the simulator was built anyway"
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

@@ -225,8 +225,8 @@ def add_kernel(input1, input2, *, input1_offset, input2_offset, left_shift, inpu
     offset and clamped. All int32 with wrap-around.
     """
     rounding = rounding_param(rounding)
-    a = _activations("input1", input1, None).astype(np.int64)
-    b = _activations("input2", input2, None).astype(np.int64)
+    a = _activations("input1", input1, None)
+    b = _activations("input2", input2, None)
     try:
         np.broadcast_shapes(a.shape, b.shape)
     except ValueError:
@@ -248,7 +248,7 @@ def add_kernel(input1, input2, *, input1_offset, input2_offset, left_shift, inpu
               "input1_shift": s1, "input2_multiplier": m2, "input2_shift": s2, "output_multiplier": mo,
               "output_shift": so, "output_offset": output_offset, "quantized_activation_min": act_min,
               "quantized_activation_max": act_max}
-    return arithmetic(a.astype(np.int8), b.astype(np.int8), params, rounding=rounding)
+    return arithmetic(a, b, params, rounding=rounding)
 
 
 def _pool_windows(input, filter_size, stride, padding, pad_value):

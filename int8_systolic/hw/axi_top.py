@@ -30,10 +30,11 @@ from amaranth.lib.wiring import In, Out
 
 from .accelerator import Accelerator
 from .axi_lite import axi_lite_members
+from .descriptor_check import ERRORS as DESCRIPTOR_ERRORS
 from .descriptor_check import DescriptorCheck
 from .gemm_scheduler import GemmScheduler
 from .pipeline import KEEP_APART, Line, delay_lines, delayed
-from .register_block import RegisterBlock
+from .register_block import RegisterBlock, register_layout
 from .registers import ERROR_BITS, ID_MAGIC, REGISTERS, VERSION, reg
 from .result_framer import ResultFramer
 from .table_window import TableWindow
@@ -147,8 +148,7 @@ class AxiAccelerator(wiring.Component):
                      causes["WTS_TLAST"].eq(step_d & (wts_last_d != final_step)),
                      causes["BAD_ACCESS"].eq(regs.bad_access),
                      causes["TABLE_RANGE"].eq(window.errors.range), causes["TABLE_BUSY"].eq(window.errors.busy),
-                     *(causes[name].eq(check.errors[name.lower()]) for name in
-                       ("DESC_K", "DESC_TILES", "DESC_TABLE", "DESC_BOUNDS", "QUEUE_FULL"))]
+                     *(causes[name].eq(check.errors[name.lower()]) for name in DESCRIPTOR_ERRORS)]
 
         # What the performance counters count, each a register (as an operand of the counter's add
         # it would sit in front of the carry chain). Starvation counts between a GEMM's first and
@@ -164,11 +164,9 @@ class AxiAccelerator(wiring.Component):
                    for name in ("ACT_STARVED", "WTS_STARVED")}
         m.d.sync += [starved["ACT_STARVED"].eq(within & act_idle_d), starved["WTS_STARVED"].eq(within & wts_idle_d)]
 
-        status = Signal(reg("STATUS").width)  # (a register: the scheduler's flags are logic)
-        for fname, value in (("BUSY", sched.busy), ("ACTIVE", sched.active), ("QUEUED", sched.queued),
-                             ("IN_FLIGHT", sched.in_flight)):
-            f = reg("STATUS").field(fname)
-            m.d.sync += status[f.lsb:f.lsb + f.width].eq(value)
+        status = Signal(register_layout(reg("STATUS")))  # (a register: the scheduler's flags are logic)
+        m.d.sync += [status.busy.eq(sched.busy), status.active.eq(sched.active), status.queued.eq(sched.queued),
+                     status.in_flight.eq(sched.in_flight)]
         error = regs.error.as_value()
         regs.bind(m, **self.constants(), STATUS=status, ERROR=Cat(causes[b.name] for b in ERROR_BITS),
                   IRQ=Cat(framer.done, error != 0), CYCLES=1, BUSY_CYCLES=busy_d, STEPS=step_d, **starved,

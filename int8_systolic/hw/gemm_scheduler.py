@@ -38,6 +38,7 @@ from .gemm_control import gemm_control
 from .pipeline import KEEP_APART
 from .result_framer import counts_layout
 from .ring import ring
+from .sequencer import Sequencer
 
 __all__ = ["GemmScheduler", "descriptor_layout"]
 
@@ -77,7 +78,7 @@ class GemmScheduler(wiring.Component):
     """
 
     # Cycles the core's per-GEMM inputs are stable before a GEMM's first step (hw.sequencer).
-    SETTLE = 3
+    SETTLE = Sequencer.SETTLE
     # Cycles from a push request, or a change of `check_row`, to `row_busy` saying so; a GEMM's rows are
     # freed in `row_busy` ROW_BUSY_LAG + 1 cycles after its `done`.
     ROW_BUSY_LAG = 4

@@ -175,17 +175,13 @@ class RegisterBlock(wiring.Component):
             if r.kind == "const":
                 values[r.name] = Const(self._constants[r.name], 32)
             elif r.kind == "status":  # (bits outside its fields read 0)
-                value = Signal(r.width, name=f"{name}_value")
-                for f in r.fields or [None]:
-                    s = slice(f.lsb, f.lsb + f.width) if f else slice(0, r.width)
-                    m.d.comb += value[s].eq(getattr(self, name)[s])
-                values[r.name] = value
+                values[r.name] = getattr(self, name) & r.mask
             elif r.kind == "strobe":
                 m.d.comb += getattr(self, f"{name}_stb").eq(we[r.name])
             elif r.kind == "stored":
                 storage = Signal(r.width, name=f"staged_{name}")
                 with m.If(we[r.name]):
-                    m.d.sync += storage.eq(axil.w_data[:r.width])
+                    m.d.sync += storage.eq(axil.w_data[:r.width] & r.mask)
                 if r.updated:
                     with m.If(getattr(self, f"{name}_load")):
                         m.d.sync += storage.eq(getattr(self, f"{name}_next"))

@@ -68,6 +68,11 @@ class Register:
         return KINDS[self.kind]
 
     @property
+    def mask(self):
+        """The bits the register holds: its fields', or the whole word for a register without fields."""
+        return sum(f.mask for f in self.fields) if self.fields else 0xFFFF_FFFF
+
+    @property
     def width(self):
         """Bits held: up to the last field's top bit, or the whole word for a register without fields."""
         return max((f.lsb + f.width for f in self.fields), default=32)

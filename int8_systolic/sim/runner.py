@@ -17,8 +17,6 @@ __all__ = ["build_dir", "run_tb"]
 
 from ..paths import PACKAGE, SOURCE, build_root
 
-ROOT = SOURCE  # (what simulator processes put on their Python path)
-
 
 def build_dir(simulator, rows, cols, rounding, tag_suffix=""):
     """The build directory of one (simulator, configuration, xdist worker); results.jsonl lives there."""
