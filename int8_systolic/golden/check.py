@@ -42,7 +42,7 @@ import sys
 
 import numpy as np
 
-from int8_systolic.golden.spec import FIXED_OUTPUT, SAME_QUANTIZATION, SPEC_OPS
+from int8_systolic.golden.spec import FIXED_OUTPUT, MAC_OPS, NO_INT8_OUTPUT, SAME_QUANTIZATION, SPEC_OPS, TWO_INPUTS
 from int8_systolic.golden.tflite.model import ModelError, load_model
 
 __all__ = ["CLAUSES", "Finding", "check_model", "main"]
@@ -54,9 +54,6 @@ CLAUSES = ("data type", "activation per tensor", "zero point range", "weights va
 # TFLM checks these clauses (it refuses the model); a failure of any other clause it tolerates
 TFLM_CHECKS_SAME = ("AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION")
 TFLM_CHECKS_FIXED = ("LOGISTIC", "SOFTMAX", "LOG_SOFTMAX")
-MAC_OPS = {"CONV_2D": 0, "DEPTHWISE_CONV_2D": 3, "FULLY_CONNECTED": None}   # weight channel axis (None: per tensor)
-TWO_INPUTS = ("ADD", "MUL", "SUB", "LESS", "GREATER", "GREATER_EQUAL", "LESS_EQUAL", "EQUAL", "NOT_EQUAL")
-NO_INT8_OUTPUT = ("ARG_MAX", "SHAPE", "LESS", "GREATER", "GREATER_EQUAL", "LESS_EQUAL", "EQUAL", "NOT_EQUAL")
 BIAS_TOLERANCE = 0.02   # TFLite's GetQuantizedConvolutionMultipler: |in*w - bias| / out_scale
 
 

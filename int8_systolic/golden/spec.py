@@ -15,7 +15,8 @@ import argparse
 import pathlib
 from dataclasses import dataclass
 
-__all__ = ["FIXED_OUTPUT", "OPS", "SAME_QUANTIZATION", "SPEC_OPS", "OpSpec", "TensorSpec", "markdown"]
+__all__ = ["FIXED_OUTPUT", "MAC_OPS", "NO_INT8_OUTPUT", "OPS", "SAME_QUANTIZATION", "SPEC_OPS", "TWO_INPUTS", "OpSpec",
+           "TensorSpec", "markdown"]
 
 INT8 = "int8 [-128, 127]"
 WEIGHT = "int8 [-127, 127]"
@@ -38,6 +39,12 @@ class OpSpec:
     fixed_output: tuple | None = None
     # "input and outputs must all have same scale/zero_point"
     same_quantization: bool = False
+    # (MAC ops) the weights' channel axis, None for per-tensor weights
+    weight_axis: int | None = None
+
+    @property
+    def mac(self):
+        return any(t.role == "weights" for t in self.tensors)
 
 
 def _act(role):
@@ -66,7 +73,7 @@ def _mac(name, axis):
         _act("input 0"),
         TensorSpec("weights", WEIGHT, granularity, "zero point 0"),
         TensorSpec("bias", INT32, granularity, "scale = input 0 scale * weight scale (per channel), zero point 0"),
-        _act("output 0")))
+        _act("output 0")), weight_axis=axis)
 
 
 def _fixed(name, numerator, denominator, zero_point):
@@ -122,6 +129,11 @@ SPEC_OPS = tuple(op.name for op in OPS)
 FIXED_OUTPUT = {op.name: op.fixed_output for op in OPS if op.fixed_output}
 # ops whose "input and outputs must all have same scale/zero_point"
 SAME_QUANTIZATION = tuple(op.name for op in OPS if op.same_quantization)
+# op -> its weights' channel axis (None: per tensor), for the MAC ops
+MAC_OPS = {op.name: op.weight_axis for op in OPS if op.mac}
+# ops with two int8 inputs, and ops without an int8 output (comparisons, ARG_MAX, SHAPE)
+TWO_INPUTS = tuple(op.name for op in OPS if any(t.role == "input 1" for t in op.tensors))
+NO_INT8_OUTPUT = tuple(op.name for op in OPS if not any(t.role.startswith("output") for t in op.tensors))
 
 
 def markdown():
