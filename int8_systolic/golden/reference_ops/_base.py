@@ -139,6 +139,32 @@ class OpContext:
                       f"(supported: {', '.join(allowed)})")
         return activation_range(name, scale, zero_point)
 
+    def padding(self):
+        """The Padding option's name (SAME or VALID); an unknown code is refused."""
+        code = self.option("padding", 0)
+        if code not in PADDING_NAMES:
+            self.fail(f"padding code {code!r} is neither SAME (0) nor VALID (1)")
+        return PADDING_NAMES[code]
+
+    def pair(self, what, height, width):
+        """A (height, width) pair of options, each an integer >= 1 (stride, dilation, filter size)."""
+        pair = (self.option(height), self.option(width))
+        for name, value in zip((height, width), pair, strict=True):
+            if not isinstance(value, int) or value < 1:
+                self.fail(f"{what} option {name} is {value!r}; it must be an integer >= 1")
+        return pair
+
+    def output_shape(self, shape, i=0):
+        """Refuse an output tensor whose declared shape is not the one the op computes."""
+        out = self.tensor(i, output=True)
+        if tuple(out.shape) != tuple(shape):
+            self.fail(f"computes output {i} as {list(shape)}, but tensor '{out.name}' is declared "
+                      f"{list(out.shape)}")
+
+    def output_count(self, n):
+        if len(self.outputs) != n:
+            self.fail(f"has {len(self.outputs)} outputs; {self.op} has {n}")
+
     def axis(self, axis, rank, what="axis"):
         """A possibly negative axis, normalised to [0, rank)."""
         axis = int(axis)

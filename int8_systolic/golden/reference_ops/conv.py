@@ -12,9 +12,9 @@ with zero point 0. Prepare derives each channel's multiplier as TFLM's
 
 import numpy as np
 
-from .. import kernels, ops
+from .. import kernels, ops, staged
 from . import mac_plan
-from ._base import ACTIVATION_NAMES, PADDING_NAMES, Op
+from ._base import ACTIVATION_NAMES, Op
 
 __all__ = ["OPS"]
 
@@ -33,12 +33,18 @@ def prepare(ctx):
         ctx.fail(f"weights tensor '{w_t.name}' is not a constant")
     if b_t is not None and (b_t.type != "INT32" or b_t.data is None):
         ctx.fail(f"bias tensor '{b_t.name}' must be a constant int32, got {b_t.describe()}")
+    bias_type = ctx.option("quantizedBiasType", 0)
+    if bias_type not in (0, 2):   # TensorType: 0 (FLOAT32) means unset, 2 is INT32
+        ctx.fail(f"option quantized_bias_type is {bias_type}; an int8 layer's bias is INT32 (2), or the option is "
+                 f"unset (0)")
     if np.any(w_t.quantization.zero_point != 0):
         ctx.fail(f"weights '{w_t.name}' have non-zero zero points (the spec requires symmetric int8 weights, "
                  f"zero point 0)")
-    activation = ACTIVATION_NAMES.get(ctx.option("fusedActivationFunction", 0))
+    activation = ctx.option("fusedActivationFunction", 0)
+    activation = ACTIVATION_NAMES.get(activation, f"code {activation}")
     if activation not in ("NONE", "RELU", "RELU6", "RELU_N1_TO_1"):
-        ctx.fail(f"unsupported fused activation {activation}")
+        ctx.fail(f"fused activation {activation} is not supported by TFLM's int8 {ctx.op} (supported: NONE, RELU, "
+                 f"RELU6, RELU_N1_TO_1)")
     (s_in, zp_in), (s_out, zp_out) = ctx.quant(x_t, "input"), ctx.quant(out_t, "output")
     quant = {"input_scale": float(s_in), "input_zero_point": zp_in, "output_scale": float(s_out),
              "output_zero_point": zp_out, "activation": activation, "rounding": ctx.rounding}
@@ -46,29 +52,56 @@ def prepare(ctx):
     if np.any(w == -128):
         ctx.fail(f"weights '{w_t.name}' hold -128; the spec's int8 weights are in [-127, 127]")
     w_scale = w_t.quantization.scale
+    ctx.output_count(1)
     try:
         if ctx.op == "FULLY_CONNECTED":
             if ctx.option("weightsFormat", 0) != 0:
                 ctx.fail("shuffled FULLY_CONNECTED weights are not supported")
             if w.ndim != 2:
                 ctx.fail(f"weights '{w_t.name}' must be 2-D [N, K], got {list(w.shape)}")
-            if int(np.prod(x_t.shape)) % w.shape[1]:
-                ctx.fail(f"input of {int(np.prod(x_t.shape))} elements does not split into rows of K = {w.shape[1]}")
+            n, k = w.shape
+            size = int(np.prod(x_t.shape))
+            if k == 0 or size % k:
+                ctx.fail(f"input of {size} elements does not split into rows of K = {k}")
+            _weight_axis(ctx, w_t, 0, n)
+            _bias_length(ctx, b_t, n)
+            if int(np.prod(out_t.shape)) != size // k * n or (out_t.shape and out_t.shape[-1] != n):
+                ctx.fail(f"computes {size // k} rows of {n} outputs, but tensor '{out_t.name}' is declared "
+                         f"{list(out_t.shape)}")
             params = ops.fully_connected_params(w.shape, weight_scale=w_scale, **quant)
-            return {"kind": ctx.op, "params": params, "geometry": {}, "k": int(w.shape[1]),
+            return {"kind": ctx.op, "params": params, "geometry": {}, "k": int(k),
                     "output_shape": tuple(out_t.shape),
                     "plan": mac_plan.plan(ctx.op, w, None if b_t is None else b_t.data, params, {})}
         if w.ndim != 4 or len(x_t.shape) != 4:
             ctx.fail(f"input and weights must be 4-D, got {list(x_t.shape)} and {list(w.shape)}")
-        geometry = {"stride": (ctx.option("strideH"), ctx.option("strideW")),
-                    "dilation": (ctx.option("dilationHFactor"), ctx.option("dilationWFactor")),
-                    "padding": PADDING_NAMES[ctx.option("padding", 0)]}
-        channels = w.shape[0] if ctx.op == "CONV_2D" else w.shape[3]
+        geometry = {"stride": ctx.pair("stride", "strideH", "strideW"),
+                    "dilation": ctx.pair("dilation", "dilationHFactor", "dilationWFactor"),
+                    "padding": ctx.padding()}
+        batch, h, wd, cin = x_t.shape
+        if ctx.op == "CONV_2D":
+            channels, kh, kw = w.shape[0], w.shape[1], w.shape[2]
+            if w.shape[3] != cin:
+                ctx.fail(f"weights '{w_t.name}' {list(w.shape)} (OHWI) take {w.shape[3]} input channels, but input "
+                         f"'{x_t.name}' has {cin} (grouped convolution is not supported)")
+            axis = 0
+        else:
+            channels, kh, kw = w.shape[3], w.shape[1], w.shape[2]
+            option = int(ctx.option("depthMultiplier", 0))
+            multiplier = option or (channels // cin if cin else 0)
+            if w.shape[0] != 1 or multiplier < 1 or channels != cin * multiplier:
+                ctx.fail(f"weights '{w_t.name}' {list(w.shape)} must be [1, KH, KW, C * depth_multiplier] with "
+                         f"C = {cin} input channels and depth_multiplier {option or '(unset)'}")
+            geometry["depth_multiplier"] = multiplier
+            axis = 3
+        _weight_axis(ctx, w_t, axis, channels)
+        _bias_length(ctx, b_t, channels)
+        out_hw = [staged.compute_out_size(geometry["padding"], n, f, st, d)
+                  for n, f, st, d in zip((h, wd), (kh, kw), geometry["stride"], geometry["dilation"], strict=True)]
+        if min(out_hw) < 1:
+            ctx.fail(f"the {kh}x{kw} filter (dilation {geometry['dilation'][0]}x{geometry['dilation'][1]}) does not "
+                     f"fit in the {h}x{wd} input with {geometry['padding']} padding")
+        ctx.output_shape((batch, *out_hw, channels))
         scale = w_scale.reshape(()) if w_scale.size == 1 else w_scale   # per tensor, stored as per axis or not
-        if w_scale.size not in (1, channels):
-            ctx.fail(f"weights '{w_t.name}' have {w_scale.size} scales for {channels} output channels")
-        if ctx.op == "DEPTHWISE_CONV_2D":
-            geometry["depth_multiplier"] = int(ctx.option("depthMultiplier", 0)) or w.shape[3] // x_t.shape[3]
         params = ops.conv_params(weight_scale=scale, channels=channels, **quant)
     except ValueError as exc:
         if isinstance(exc, ctx.error):
@@ -76,6 +109,23 @@ def prepare(ctx):
         ctx.fail(str(exc))
     return {"kind": ctx.op, "params": params, "geometry": geometry, "output_shape": tuple(out_t.shape),
             "plan": mac_plan.plan(ctx.op, w, None if b_t is None else b_t.data, params, geometry, x_t.shape)}
+
+
+def _weight_axis(ctx, w_t, axis, channels):
+    """Per-channel weights are quantized on the op's channel dimension, one scale per channel."""
+    q = w_t.quantization
+    if q.scale.size == 1:
+        return
+    if q.axis != axis or q.scale.size != channels:
+        ctx.fail(f"weights '{w_t.name}' {list(w_t.shape)} are quantized per axis on dimension {q.axis} with "
+                 f"{q.scale.size} scales; {ctx.op} needs one scale per output channel on dimension {axis} "
+                 f"({channels})")
+
+
+def _bias_length(ctx, b_t, channels):
+    if b_t is not None and tuple(b_t.shape) != (channels,):
+        ctx.fail(f"bias '{b_t.name}' has shape {list(b_t.shape)}; it needs one int32 per output channel "
+                 f"[{channels}]")
 
 
 def eval_mac(p, inputs, return_stages=False):

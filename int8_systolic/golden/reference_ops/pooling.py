@@ -6,7 +6,8 @@ in-image taps; the fused activation clamps. Kernels: :mod:`golden.kernels`.
 """
 
 from ..kernels import average_pool_2d_kernel, max_pool_2d_kernel
-from ._base import PADDING_NAMES, Op
+from ..staged import compute_out_size
+from ._base import Op
 
 __all__ = ["OPS"]
 
@@ -18,9 +19,17 @@ def prepare(ctx):
     if len(ctx.inputs[0].shape) != 4:
         ctx.fail(f"input must be 4-D NHWC, got {list(ctx.inputs[0].shape)}")
     act_min, act_max = ctx.fused_activation(s, zp)
-    return {"filter_size": (ctx.option("filterHeight"), ctx.option("filterWidth")),
-            "stride": (ctx.option("strideH"), ctx.option("strideW")),
-            "padding": PADDING_NAMES[ctx.option("padding", 0)],
+    ctx.output_count(1)
+    filter_size = ctx.pair("filter", "filterHeight", "filterWidth")
+    stride = ctx.pair("stride", "strideH", "strideW")
+    padding = ctx.padding()
+    b, h, w, c = ctx.inputs[0].shape
+    oh, ow = (compute_out_size(padding, n, f, st) for n, f, st in zip((h, w), filter_size, stride, strict=True))
+    if oh < 1 or ow < 1:
+        ctx.fail(f"the {filter_size[0]}x{filter_size[1]} window does not fit in the {h}x{w} input with {padding} "
+                 f"padding")
+    ctx.output_shape((b, oh, ow, c))
+    return {"filter_size": filter_size, "stride": stride, "padding": padding,
             "quantized_activation_min": act_min, "quantized_activation_max": act_max}
 
 

@@ -83,6 +83,9 @@ def eval_softmax(p, inputs):
     sum_of_exps = wrap_int32(terms.sum(axis=1, keepdims=True)).astype(np.int64)
     shifted_scale, num_bits_over_unit = gemmlowp.get_reciprocal(sum_of_exps, ACCUMULATION_INTEGER_BITS)
     exponent = num_bits_over_unit + 31 - 8
+    if np.any(exponent > 31):
+        raise ValueError(f"a row of {x.shape[-1]} values sums to exponentials needing a shift of {int(exponent.max())} "
+                         f"(> 31) in RoundingDivideByPOT: TFLM aborts on this input (rows of >= 512 equal values)")
     out = rounding_divide_by_pot(gemmlowp.mul(shifted_scale, exps), exponent).astype(np.int64) - 128
     out = np.where(kept, np.clip(out, -128, 127), -128)
     return [out.astype(np.int8).reshape(x.shape)]

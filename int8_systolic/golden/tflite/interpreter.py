@@ -25,6 +25,7 @@ from int8_systolic.golden.reference_ops._fast import by_uint8
 from int8_systolic.golden.reference_ops.conv import eval_mac
 
 from .model import ModelError, load_model
+from .rules import check_model
 
 __all__ = ["SUPPORTED_OPS", "Interpreter", "MacLayer", "compare_with_tflm", "golden_mac"]
 
@@ -75,6 +76,18 @@ def golden_mac(layer):
     return layer.golden()
 
 
+def _dry_value(t, rng):
+    """A value of tensor ``t``'s shape and type for Prepare's dry run: random activations, zero integers."""
+    if t.dtype is None:
+        return None
+    if t.type in ("INT8", "UINT8", "INT16"):
+        info = np.iinfo(t.dtype)
+        return rng.integers(info.min, info.max, t.shape, endpoint=True).astype(t.dtype)
+    if t.type == "FLOAT32":
+        return rng.standard_normal(t.shape).astype(np.float32)
+    return np.zeros(t.shape, t.dtype)
+
+
 def _golden_mac_step(params, inputs):
     return eval_mac(params, inputs)
 
@@ -106,14 +119,24 @@ class Interpreter:
         self.macs = []            # MacLayer requests of the last invoke, in order
         self.params = {}          # (subgraph, operator) -> the params of the op's Prepare
         self._tables = {}         # (subgraph, operator) -> eval of a unary int8 op over all 256 inputs
+        check_model(self.model)
         self._prepare()
         self._program = self._compile(self.model.subgraphs[0])
 
     def _prepare(self):
         for sg in self.model.subgraphs:
+            # Prepare's dry run: each operator's Eval on the values its predecessors compute from seeded random
+            # inputs, so an output declared with a shape the op does not compute is refused here, with the op
+            # named. Shape tensors computed in the graph (SHAPE -> STRIDED_SLICE -> PACK -> RESHAPE) carry their
+            # real values; random rather than constant activations keep clear of the few inputs on which TFLM
+            # itself aborts (a SOFTMAX row of >= 512 equal values).
+            rng = np.random.default_rng(0)
+            values = {}
             for op in sg.operators:
                 where = self.model.where(sg.index, op.index)
                 if op.op in VARIABLE_OPS:
+                    for ti in op.outputs:
+                        values[ti] = _dry_value(sg.tensors[ti], rng)
                     continue
                 kernel = OP_TABLE.get(op.op)
                 if kernel is None:
@@ -122,11 +145,33 @@ class Interpreter:
                                 [None if i == -1 else sg.tensors[i] for i in op.inputs],
                                 [sg.tensors[i] for i in op.outputs], where, ModelError, self.rounding)
                 params = self.params[sg.index, op.index] = kernel.prepare(ctx)
+                if kernel.mac:   # its Prepare checked the output shape
+                    values[op.outputs[0]] = _dry_value(sg.tensors[op.outputs[0]], rng)
+                    continue
+                inputs = [None if i == -1 else sg.tensors[i].data if sg.tensors[i].data is not None
+                          else values[i] if i in values else _dry_value(sg.tensors[i], rng) for i in op.inputs]
+                try:
+                    outputs = kernel.eval(params, inputs)
+                except ModelError:
+                    raise
+                except ValueError as exc:
+                    raise ModelError(f"{where}: {exc}") from exc
+                self._check_outputs(sg, op, outputs, where)
+                values.update(zip(op.outputs, outputs, strict=True))
                 if kernel.unary and ctx.inputs[0].type == "INT8":
                     # An element-wise op of one int8 value is its table: Eval on all 256 inputs, once.
                     # (indexed by the input's uint8 view: one gather per Eval)
                     self._tables[sg.index, op.index] = by_uint8(
                         kernel.eval(params, [np.arange(-128, 128, dtype=np.int8)])[0])
+
+    def _check_outputs(self, sg, op, outputs, where):
+        if len(outputs) != len(op.outputs):
+            raise ModelError(f"{where}: computes {len(outputs)} outputs but the operator has {len(op.outputs)}")
+        for ti, out in zip(op.outputs, outputs, strict=True):
+            t = sg.tensors[ti]
+            if out.shape != t.shape or (t.dtype is not None and out.dtype != t.dtype):
+                raise ModelError(f"{where}: computes {out.dtype}{list(out.shape)} but tensor '{t.name}' is declared "
+                                 f"{t.type}{list(t.shape)}")
 
     def _compile(self, sg):
         """Subgraph 0 as a flat list of (function, input indices, output indices, output shapes and dtypes), for
@@ -253,15 +298,8 @@ class Interpreter:
                     raise
                 except ValueError as exc:
                     raise ModelError(f"{self.model.where(si, op.index)}: {exc}") from exc
-            if len(outputs) != len(op.outputs):
-                raise ModelError(f"{self.model.where(si, op.index)}: computed {len(outputs)} outputs but the operator "
-                                 f"has {len(op.outputs)}")
-            for ti, out in zip(op.outputs, outputs, strict=True):
-                out_t = sg.tensors[ti]
-                if out.shape != out_t.shape or (out_t.dtype is not None and out.dtype != out_t.dtype):
-                    raise ModelError(f"{self.model.where(si, op.index)}: computed {out.dtype}{list(out.shape)} but "
-                                     f"tensor '{out_t.name}' is {out_t.type}{list(out_t.shape)}")
-                values[ti] = out
+            self._check_outputs(sg, op, outputs, self.model.where(si, op.index))
+            values.update(zip(op.outputs, outputs, strict=True))
 
     def _variable_op(self, sg, op, values, where):
         """The resource-variable ops of streaming models (TFLM's var_handle.cc, read/assign_variable.cc)."""

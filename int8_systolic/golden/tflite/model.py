@@ -68,6 +68,7 @@ class Operator:
     inputs: list               # tensor indices, -1 for an omitted optional input
     outputs: list
     options: object            # schema *OptionsT object or None
+    options_type: int = 0      # schema BuiltinOptions code of ``options``
 
 
 @dataclasses.dataclass
@@ -139,7 +140,7 @@ def load_model(source, name=None):
             for i in ins + outs:
                 if i != -1 and not 0 <= i < len(tensors):
                     _fail(path, f"{where} ({opname}): tensor index {i} out of range ({len(tensors)} tensors)")
-            operators.append(Operator(oi, opname, oc.version, ins, outs, op.builtinOptions))
+            operators.append(Operator(oi, opname, oc.version, ins, outs, op.builtinOptions, op.builtinOptionsType))
         ios = [int(i) for i in (sg.inputs if sg.inputs is not None else [])], \
               [int(i) for i in (sg.outputs if sg.outputs is not None else [])]
         for i in ios[0] + ios[1]:
@@ -149,6 +150,14 @@ def load_model(source, name=None):
         subgraphs.append(Subgraph(si, name_, tensors, operators, *ios))
     desc = m.description.decode(errors="replace") if isinstance(m.description, bytes) else (m.description or "")
     return Model(path, desc, subgraphs)
+
+
+def _count(shape):
+    """Elements of ``shape`` as a Python int (no int64 wrap-around for absurd shapes)."""
+    n = 1
+    for d in shape:
+        n *= d
+    return n
 
 
 def _tensor(path, si, ti, t, buffers, raw):
@@ -174,7 +183,7 @@ def _tensor(path, si, ti, t, buffers, raw):
             dtype = _DTYPES.get(type_name)
             if dtype is None:
                 _fail(path, f"{where}: constant data of unsupported type {type_name}")
-            count = int(np.prod(shape)) if shape else 1
+            count = _count(shape)
             if len(content) != count * np.dtype(dtype).itemsize:
                 _fail(path, f"{where}: buffer holds {len(content)} bytes but {type_name}{list(shape)} needs "
                             f"{count * np.dtype(dtype).itemsize}")
