@@ -17,7 +17,6 @@ deliberately broken RTL or reference (see :data:`formal.requantizer.BROKEN`): th
 Exit status 0 when everything is proved, 1 otherwise.
 """
 
-import argparse
 import concurrent.futures
 import functools
 import os
@@ -30,6 +29,7 @@ import time
 
 from amaranth.back import rtlil
 
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.paths import build_root
 
 from .identities import prove_all
@@ -131,8 +131,9 @@ def run_task(name, design, mode, depth, work):
     return status, seconds, detail
 
 
+@command("python -m int8_systolic.formal")
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m int8_systolic.formal", description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog="python -m int8_systolic.formal", description=__doc__.splitlines()[0])
     parser.add_argument("--rounding", nargs="+", choices=("double", "single"), default=["double", "single"])
     parser.add_argument("--depth", type=int, default=27, help="cycles of the full-rate check (>= 27)")
     parser.add_argument("--stall-depth", type=int, default=36, help="cycles of the check with stalls (0: skip)")

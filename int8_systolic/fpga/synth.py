@@ -38,6 +38,7 @@ from amaranth.back import verilog
 from amaranth.lib import stream, wiring
 from amaranth.lib.wiring import In, Out
 
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.fpga.floorplan import apply as apply_floorplan
 from int8_systolic.fpga.floorplan import ecp5_floorplan
 from int8_systolic.hw.accelerator import Accelerator
@@ -639,8 +640,9 @@ def _seed_list(text):
     return seeds
 
 
+@command("python -m int8_systolic.fpga.synth")
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--target", choices=sorted(TARGETS), default="ecp5")
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--cols", type=int, default=8)

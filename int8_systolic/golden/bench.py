@@ -12,7 +12,6 @@ of the scale-level op (parameter derivation and argument checks included).
 Results are printed and written to build/bench/golden.json.
 """
 
-import argparse
 import functools
 import json
 import os
@@ -23,6 +22,7 @@ import time
 import numpy as np
 
 from int8_systolic import golden
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.golden.tflite import builder
 
 
@@ -125,8 +125,9 @@ def _model_rows(repeats, min_seconds=1.0):
     return rows
 
 
+@command("python -m int8_systolic.golden.bench")
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5, help="timed repetitions per layer (best is kept)")
     parser.add_argument("--out", default="build/bench/golden.json", help="where to write the JSON figures")
     args = parser.parse_args(argv)

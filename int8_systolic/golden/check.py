@@ -35,15 +35,14 @@ QUANTIZE between types (float32 or uint8 to int8 or back, at a model's edges; th
 QUANTIZE is int8 requantization) are n/a.
 """
 
-import argparse
 import dataclasses
 import json
-import sys
 
 import numpy as np
 
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.golden.spec import FIXED_OUTPUT, MAC_OPS, NO_INT8_OUTPUT, SAME_QUANTIZATION, SPEC_OPS, TWO_INPUTS
-from int8_systolic.golden.tflite.model import ModelError, load_model
+from int8_systolic.golden.tflite.model import load_model
 
 __all__ = ["CLAUSES", "Finding", "check_model", "main"]
 
@@ -261,16 +260,13 @@ def render(model, findings, fmt):
     return "\n".join(lines)
 
 
+@command("int8-systolic check")
 def main(argv=None, prog="int8-systolic check"):
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a .tflite file")
     parser.add_argument("--format", choices=("text", "markdown", "json"), default="text")
     args = parser.parse_args(argv)
-    try:
-        model, findings = check_model(args.model)
-    except ModelError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    model, findings = check_model(args.model)
     print(render(model, findings, args.format))
     return 1 if any(f.status == "FAIL" for f in findings) else 0
 

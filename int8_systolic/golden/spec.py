@@ -11,9 +11,10 @@ point in [-128, 127]); weights are int8 in [-127, 127] with zero point 0; a bias
 point 0 and scale ``input_scale * weight_scale`` (per output channel where the weights are per axis).
 """
 
-import argparse
 import pathlib
 from dataclasses import dataclass
+
+from int8_systolic.cli_support import ArgumentParser, command
 
 __all__ = ["FIXED_OUTPUT", "MAC_OPS", "NO_INT8_OUTPUT", "OPS", "SAME_QUANTIZATION", "SPEC_OPS", "TWO_INPUTS", "OpSpec",
            "TensorSpec", "markdown"]
@@ -160,8 +161,9 @@ def markdown():
     return "\n".join(lines) + "\n"
 
 
+@command("python -m int8_systolic.golden.spec")
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Write docs/spec-table.md from int8_systolic/golden/spec.py")
+    parser = ArgumentParser(description="Write docs/spec-table.md from int8_systolic/golden/spec.py")
     parser.add_argument("--markdown", default="docs/spec-table.md")
     args = parser.parse_args(argv)
     path = pathlib.Path(args.markdown)
@@ -171,4 +173,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

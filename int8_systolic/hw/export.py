@@ -7,13 +7,14 @@ active low) and the AMBA-named buses of :mod:`hw.axi_top`, and its register map 
 ``--regs-dir`` (``build/regs``): ``registers.md`` and the C header ``int8_systolic_regs.h``.
 """
 
-import argparse
 import pathlib
 
 from amaranth import ClockDomain, Module
 from amaranth.back import verilog
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In
+
+from int8_systolic.cli_support import ArgumentParser, command
 
 from .accelerator import Accelerator
 from .axi_top import AxiAccelerator
@@ -55,8 +56,9 @@ def export_axi(rows, cols, rounding, out_dir="build/verilog", max_col_tiles=64, 
     return path
 
 
+@command("int8-systolic export")
 def main(argv=None, prog="int8-systolic export"):
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8)
     parser.add_argument("--cols", type=int, default=8)
     parser.add_argument("--rounding", choices=["double", "single"], default="double")
@@ -80,4 +82,4 @@ def main(argv=None, prog="int8-systolic export"):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -25,9 +25,10 @@ A write to an unmapped or read-only offset answers SLVERR and sets ERROR.BAD_ACC
 unmapped offset answers SLVERR and 0.
 """
 
-import argparse
 import pathlib
 from dataclasses import dataclass, field
+
+from int8_systolic.cli_support import ArgumentParser, command
 
 __all__ = ["ERROR_BITS", "ID_MAGIC", "KINDS", "REGISTERS", "VERSION", "Field", "Register", "c_header", "markdown",
            "reg"]
@@ -250,8 +251,9 @@ def c_header():
     return "\n".join(lines)
 
 
+@command("python -m int8_systolic.hw.registers")
 def main(argv=None):
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         description="Write docs/registers.md and the C header from int8_systolic/hw/registers.py")
     parser.add_argument("--markdown", default="docs/registers.md")
     parser.add_argument("--header", default="build/regs/int8_systolic_regs.h")
@@ -264,4 +266,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

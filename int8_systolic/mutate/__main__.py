@@ -46,6 +46,8 @@ import time
 
 import tomllib
 
+from int8_systolic.cli_support import ArgumentParser, command
+
 from .operators import mutants
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]  # the checkout (mutation testing works on one)
@@ -463,8 +465,9 @@ def _commit():
     return rev + ("+changes" if dirty else "")
 
 
+@command("python -m int8_systolic.mutate")
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--files", nargs="+", default=FILES)
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or os.cpu_count() or 1))
     parser.add_argument("--only", nargs="+", default=[""], help="only the mutants whose id contains one of these")

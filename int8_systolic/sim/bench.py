@@ -21,13 +21,13 @@ of the whole run (stimulus packing, table programming and golden comparison incl
 simulator build time excluded). Prints a table and writes build/bench/rtl.json.
 """
 
-import argparse
 import json
 import os
 import time
 
 import numpy as np
 
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.hw.accelerator import Accelerator
 
 from ..paths import build_root
@@ -129,8 +129,9 @@ def check_cycles(rows_out):
     return bad
 
 
+@command("python -m int8_systolic.sim.bench")
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="", help="run only simulators/arrays whose tag contains this text")
     args = parser.parse_args(argv)
     seed = int(os.environ.get("SEED", "1"))

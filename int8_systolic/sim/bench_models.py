@@ -26,10 +26,11 @@ said to be bound by its shape or by the pipeline's fill and drain), and the per-
 writes build/bench/models.json and build/bench/models.png.
 """
 
-import argparse
 import json
 import sys
 import time
+
+from int8_systolic.cli_support import ArgumentParser, command
 
 from ..paths import build_root
 
@@ -167,10 +168,11 @@ def plot(summaries, path):
     plt.close(fig)
 
 
+@command("python -m int8_systolic.sim.bench_models")
 def main(argv=None):
     from .run_model import run_models
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arrays", default="8x8,16x16", help="comma-separated RxC (default 8x8,16x16)")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated bundled model names")
     args = parser.parse_args(argv)

@@ -11,12 +11,11 @@ report.{md,html,json} to build/conformance/rtl-<sim>-<R>x<C>-<rounding>/. Exit s
 when every case matches, 1 otherwise, 2 when the pack is missing or unreadable.
 """
 
-import argparse
 import json
 import os
 import shutil
-import sys
 
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.golden.conformance import harness, report
 from int8_systolic.golden.conformance.__main__ import DEFAULT_PACK
 from int8_systolic.golden.conformance.duts import RecordedDut
@@ -55,8 +54,9 @@ def run_conformance_rtl(pack, *, sim="verilator", rounding="double", rows=8, col
     return result, tb
 
 
+@command("python -m int8_systolic.sim.conformance_rtl")
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("pack", nargs="?", default=DEFAULT_PACK)
     parser.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
     parser.add_argument("--rounding", choices=("double", "single"), default="double")
@@ -65,14 +65,9 @@ def main(argv=None):
     parser.add_argument("--ops", nargs="+", choices=MAC_OPS, default=list(MAC_OPS))
     parser.add_argument("--tags", nargs="+", help="only the cases with any of these tags (e.g. discriminator)")
     args = parser.parse_args(argv)
-    try:
-        result, tb = run_conformance_rtl(args.pack, sim=args.sim, rounding=args.rounding, rows=args.rows,
-                                         cols=args.cols, seed=int(os.environ.get("SEED", "1")),
-                                         waves=os.environ.get("WAVES", "0") == "1", ops=tuple(args.ops),
-                                         tags=args.tags)
-    except (PackError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    result, tb = run_conformance_rtl(args.pack, sim=args.sim, rounding=args.rounding, rows=args.rows,
+                                     cols=args.cols, seed=int(os.environ.get("SEED", "1")),
+                                     waves=os.environ.get("WAVES", "0") == "1", ops=tuple(args.ops), tags=args.tags)
     print("\n".join(report.summary_lines(result)))
     if tb:
         print(f"testbench: {tb['cases']} cases, {tb['gemms']} GEMMs, {tb['compared']} GEMM outputs compared with "

@@ -37,6 +37,8 @@ import sys
 import time
 import xml.etree.ElementTree as ET
 
+from int8_systolic.cli_support import ArgumentParser, command
+
 from ..paths import build_root
 from . import coverage
 
@@ -304,8 +306,9 @@ def _write_summary(rows, seed, shard_spec, wall, jobs, out, selected=None):
                                "selected": selected, "runs": rows}, indent=2) + "\n")
 
 
+@command("python -m int8_systolic.sim.regress")
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--problems", type=int, default=24, help="random GEMMs per configuration")
     parser.add_argument("--max-dim", type=int, default=40, help="largest random M, K, N")
     parser.add_argument("--only", default="", help="run only the jobs whose name contains this text")

@@ -14,14 +14,12 @@ first mismatch with its golden stages) and the TFLM comparison; writes the figur
 build/models/<model>_<sim>_<R>x<C>.json. Exit status 1 on any mismatch.
 """
 
-import argparse
 import json
 import os
-import sys
 import time
 
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.golden.tflite.interpreter import Interpreter
-from int8_systolic.golden.tflite.model import ModelError
 
 from ..paths import build_root
 from .runner import build_dir, run_tb
@@ -122,8 +120,9 @@ def print_report(res, sim):
         print("  " + m)
 
 
+@command("int8-systolic run-model")
 def main(argv=None, prog="int8-systolic run-model"):
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a .tflite path, 'cnn', a wake-word model (e.g. okay_nabu) or an MLPerf Tiny "
                                       "class model (e.g. image_classification)")
     parser.add_argument("--sim", choices=("verilator", "icarus"), default="verilator")
@@ -140,13 +139,9 @@ def main(argv=None, prog="int8-systolic run-model"):
         parser.error("--steps, --rows and --cols must be >= 1")
     seed = int(os.environ.get("SEED", "1"))
     t0 = time.monotonic()
-    try:
-        res = run_model(args.model, sim=args.sim, steps=args.steps, rows=args.rows, cols=args.cols, seed=seed,
-                        waves=os.environ.get("WAVES", "0") == "1", input_kind=args.input, block=args.block,
-                        queue=not args.no_queue)
-    except (ModelError, RuntimeError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    res = run_model(args.model, sim=args.sim, steps=args.steps, rows=args.rows, cols=args.cols, seed=seed,
+                    waves=os.environ.get("WAVES", "0") == "1", input_kind=args.input, block=args.block,
+                    queue=not args.no_queue)
     print_report(res, args.sim)
     tag = "" if args.block == "core" else ("_axi_noqueue" if args.no_queue else "_axi")
     out = (build_root() / "models"

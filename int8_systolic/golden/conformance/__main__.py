@@ -13,21 +13,21 @@ report.{md,html,json}. Exit status: 0 every case matches, 1 some do not, 2 bad a
 an unreadable pack.
 """
 
-import argparse
 import pathlib
-import sys
 
+from int8_systolic.cli_support import ArgumentParser, command
 from int8_systolic.paths import build_root
 
 from ..variants import VARIANTS
 from . import duts, harness, report
-from .pack import FORMAT_VERSION, PackError, write_pack
+from .pack import FORMAT_VERSION, write_pack
 
 DEFAULT_PACK = build_root() / "conformance" / f"int8-conformance-v{FORMAT_VERSION}"
 
 
+@command("int8-systolic conformance")
 def main(argv=None, prog="int8-systolic conformance"):
-    parser = argparse.ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
+    parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
     mk = sub.add_parser("make", help="write the conformance pack")
     mk.add_argument("--out", type=pathlib.Path, default=DEFAULT_PACK)
@@ -44,21 +44,17 @@ def main(argv=None, prog="int8-systolic conformance"):
     rn.add_argument("--report-dir", type=pathlib.Path,
                     help="where report.{md,html,json} go (default: next to the pack, report-<dut>)")
     args = parser.parse_args(argv)
-    try:
-        if args.command == "make":
-            if args.per_op < 1:
-                parser.error("--per-op must be >= 1")
-            m = write_pack(args.out, per_op=args.per_op, seed=args.seed, ops=args.ops)
-            print(f"wrote {len(m['cases'])} cases of {len(m['counts'])} ops to {args.out}, every one identical to "
-                  f"its reference runtime")
-            for op, n in m["counts"].items():
-                print(f"  {op:<20} {n:>4} cases")
-            return 0
-        dut = duts.resolve(args.dut)
-        result = harness.run(args.pack, dut, expect=args.expect, ops=args.ops, tags=args.tags, name=args.dut)
-    except (PackError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    if args.command == "make":
+        if args.per_op < 1:
+            parser.error("--per-op must be >= 1")
+        m = write_pack(args.out, per_op=args.per_op, seed=args.seed, ops=args.ops)
+        print(f"wrote {len(m['cases'])} cases of {len(m['counts'])} ops to {args.out}, every one identical to "
+              f"its reference runtime")
+        for op, n in m["counts"].items():
+            print(f"  {op:<20} {n:>4} cases")
+        return 0
+    dut = duts.resolve(args.dut)
+    result = harness.run(args.pack, dut, expect=args.expect, ops=args.ops, tags=args.tags, name=args.dut)
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in args.dut)
     out = args.report_dir or args.pack.parent / f"report-{safe}"
     html_path = report.write_reports(result, out)
