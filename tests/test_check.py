@@ -9,6 +9,7 @@ from int8_systolic.golden.check import CLAUSES, check_model, main
 from int8_systolic.golden.tflite.builder import TensorSpec, op_options, single_op_model
 from int8_systolic.golden.tflite.cnn import generated_cnn
 from int8_systolic.golden.tflite.mlperf import MODEL_NAMES, mlperf_model
+from int8_systolic.golden.tflite.runtimes import run_litert_reference, tflm_verdict
 from int8_systolic.golden.tflite.wakeword import wakeword_models
 
 I8 = np.int8
@@ -60,15 +61,42 @@ def unary(op, out, options=None):
     return single_op_model(op, [q((1, 4))], [out], options)
 
 
+def unknown_opcode(code=250):
+    """A RELU model whose opcode is rewritten to a builtin code TFLite does not define."""
+    import flatbuffers
+
+    from int8_systolic.golden.tflite.builder import schema
+    m = schema.ModelT.InitFromPackedBuf(unary("RELU", q((1, 4))), 0)
+    m.operatorCodes[0].builtinCode = code
+    m.operatorCodes[0].deprecatedBuiltinCode = 127
+    b = flatbuffers.Builder(1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
 WEIGHTS_128 = W.copy()
 WEIGHTS_128[0, 0, 0, 0] = -128
 
 # (id, model, the clause that must fail, whether TFLM tolerates that failure)
 BROKEN = [
-    ("uint8 activation", single_op_model("ADD", [q((4,), dtype=np.uint8), q((4,))], [q((4,))]), "data type", False),
+    ("unknown opcode", unknown_opcode(), "known operator", False),
+    ("activation scale 0", single_op_model("ADD", [q((4,), s=0.0), q((4,))], [q((4,))]), "scale value", False),
+    ("output scale NaN", single_op_model("ADD", [q((4,)), q((4,))], [q((4,), s=float("nan"))]), "scale value",
+     False),
+    ("output scale inf", single_op_model("ADD", [q((4,)), q((4,))], [q((4,), s=float("inf"))]), "scale value",
+     False),
+    ("negative weight scale", conv(w_scale=(-0.01, 0.02), bias=False), "scale value", True),
+    ("zero weight scale", conv(w_scale=(0.0, 0.02), bias=False), "scale value", True),
+    ("fully connected without weights", single_op_model("FULLY_CONNECTED", [q((1, 4))], [q((1, 3))],
+                                                         op_options("FullyConnected")), "weights present", False),
+    ("uint8 activation", single_op_model("ADD", [q((4,), dtype=np.uint8), q((4,))], [q((4,))]), "data type", True),
+    ("uint8 output", single_op_model("ADD", [q((4,)), q((4,))], [q((4,), dtype=np.uint8)]), "data type", False),
+    ("uint8 conv input", single_op_model("CONV_2D", [q((1, 4, 4, 2), dtype=np.uint8), TensorSpec(
+        W.shape, I8, [0.01, 0.02], [0, 0], data=W)], [q((1, 4, 4, 2))], op_options(
+        "Conv2D", padding=0, strideH=1, strideW=1, dilationHFactor=1, dilationWFactor=1)), "data type", False),
     ("activation per axis", single_op_model("ADD", [TensorSpec((1, 2), I8, [0.1, 0.2], [0, 0], quantized_dimension=1),
                                                     q((1, 2))], [q((1, 2))]), "activation per tensor", True),
-    ("zero point 200", single_op_model("ADD", [q((4,), zp=200), q((4,))], [q((4,))]), "zero point range", False),
+    ("zero point 200", single_op_model("ADD", [q((4,), zp=200), q((4,))], [q((4,))]), "zero point range", True),
     ("weight -128", conv(weights=WEIGHTS_128), "weights value range", True),
     ("weight zero point", conv(w_zp=(0, 3)), "weights zero point", True),
     ("conv weights per tensor", conv(w_scale=(0.01,), w_zp=(0,)), "weights granularity", True),
@@ -78,11 +106,12 @@ BROKEN = [
         "DEPTHWISE_CONV_2D", [q((1, 4, 4, 2)), TensorSpec((1, 3, 3, 2), I8, [0.01, 0.02], [0, 0],
                                                           data=np.ones((1, 3, 3, 2), I8), quantized_dimension=0)],
         [q((1, 4, 4, 2))], op_options("DepthwiseConv2D", padding=0, strideH=1, strideW=1, dilationHFactor=1,
-                                      dilationWFactor=1, depthMultiplier=1)), "weights granularity", True),
-    ("int64 bias", conv(b_dtype=np.int64), "data type", False),
+                                      dilationWFactor=1, depthMultiplier=1)), "weights granularity", False),
+    ("int64 bias", conv(b_dtype=np.int64), "data type", True),
     ("bias zero point", conv(b_zp=(0, 4)), "bias zero point", True),
     ("conv bias scale", conv(b_scale=(0.0005, 0.05)), "bias scale", True),
     ("fc bias scale", fc(b_scale=0.01), "bias scale", False),
+    ("fc bias scale within TFLite's runtime tolerance only", fc(b_scale=0.05 * 0.01 * 1.001), "bias scale", True),
     ("bias per tensor with per-axis weights", conv(w_scale=(0.01, 0.01), b_scale=(0.0005,)), "bias granularity",
      True),
     ("softmax output", unary("SOFTMAX", q((1, 4), 0.1, 0), op_options("Softmax", beta=1.0)), "fixed output", False),
@@ -118,9 +147,38 @@ def test_one_broken_clause_fails_with_its_name(model, clause, tolerated, tmp_pat
     assert f": {clause}" in out
 
 
+def test_impossible_bias_scale_fails_its_value_and_the_product():
+    _, findings = check_model(conv(b_scale=(-0.0005, 0.001)), "broken.tflite")
+    assert {(f.clause, f.role) for f in findings if f.status == "FAIL"} == {("scale value", "bias"),
+                                                                           ("bias scale", "bias")}
+
+
+@pytest.mark.tflm
+@pytest.mark.parametrize(("model", "tolerated"), [(b[1], b[3]) for b in BROKEN], ids=[b[0] for b in BROKEN])
+def test_tflm_tolerates_is_what_tflm_does(model, tolerated):
+    """ "TFLM tolerates" is measured: TFLM (in a subprocess: it aborts on some) runs exactly the models marked so."""
+    verdict, message = tflm_verdict(model)
+    assert (verdict == "ran") == tolerated, (verdict, message)
+
+
 def test_every_clause_has_a_broken_model():
     assert {b[2] for b in BROKEN} == set(CLAUSES)
     assert len(BROKEN) >= 15
+
+
+def test_conv_without_bias_warns_that_litert_refuses_it(tmp_path, capsys):
+    model = conv(bias=False)
+    _, findings = check_model(model, "nobias.tflite")
+    assert not [f for f in findings if f.status == "FAIL"]
+    assert [(f.clause, f.status) for f in findings if f.status == "WARN"] == [("bias present", "WARN")]
+    path = tmp_path / "nobias.tflite"
+    path.write_bytes(model)
+    assert main([str(path)]) == 0
+    assert "WARN subgraph 0, operator 0 (CONV_2D): CONV_2D without a bias tensor" in capsys.readouterr().out
+    # the warning's two facts, measured: TFLM runs it, LiteRT refuses it
+    assert tflm_verdict(model)[0] == "ran"
+    with pytest.raises(RuntimeError):
+        run_litert_reference(model, [np.zeros((1, 4, 4, 2), I8)])
 
 
 def test_unreadable_file_exits_2(tmp_path, capsys):

@@ -12,7 +12,7 @@ Never compare against a default ``Interpreter()``: XNNPACK and ruy round ties di
 
 import numpy as np
 
-__all__ = ["TflmModel", "run_litert_reference", "run_tflm", "tflm_arena_size"]
+__all__ = ["TflmModel", "run_litert_reference", "run_tflm", "tflm_arena_size", "tflm_verdict"]
 
 
 def tflm_arena_size(model_bytes, inputs):
@@ -29,6 +29,46 @@ def run_tflm(model_bytes, inputs, *, num_outputs=1):
         interp.set_input(np.ascontiguousarray(x), i)
     interp.invoke()
     return [np.array(interp.get_output(i)) for i in range(num_outputs)]
+
+
+_VERDICT_SCRIPT = r"""
+import sys
+import numpy as np
+from tflite_micro.python.tflite_micro import runtime
+raw = sys.stdin.buffer.read()
+try:
+    interp = runtime.Interpreter.from_bytes(raw, arena_size=64 << 20)
+except Exception as exc:
+    print("refused", " ".join(str(exc).split())); sys.exit(0)
+try:
+    for i in range(256):
+        try:
+            d = interp.get_input_details(i)
+        except Exception:
+            break
+        interp.set_input(np.zeros(d["shape"], d["dtype"]), i)
+    interp.invoke()
+except Exception as exc:
+    print("refused", " ".join(str(exc).split())); sys.exit(0)
+print("ran")
+"""
+
+
+def tflm_verdict(model_bytes, timeout=120):
+    """What TFLite-Micro does with ``model_bytes`` (invoked once on zero inputs), in a subprocess since TFLM aborts
+    the process on some malformed models: ``("ran", "")``, ``("refused", its message)`` (an exception from
+    loading, allocating or invoking), or ``("aborted", the signal or exit status and its stderr's last line)``."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", _VERDICT_SCRIPT], input=bytes(model_bytes), capture_output=True,
+                          timeout=timeout)
+    out = proc.stdout.decode(errors="replace").strip().splitlines()
+    if proc.returncode == 0 and out and out[-1].split(" ", 1)[0] in ("ran", "refused"):
+        verdict, _, message = out[-1].partition(" ")
+        return verdict, message
+    tail = proc.stderr.decode(errors="replace").strip().splitlines()
+    return "aborted", f"exit status {proc.returncode}: {tail[-1] if tail else ''}"
 
 
 def run_litert_reference(model_bytes, inputs):
