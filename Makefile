@@ -43,7 +43,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
 # random cases per op in `make conformance` (the directed and discriminator cases come on top)
 PER_OP ?= 30
-CONFORMANCE_PACK := build/conformance/int8-conformance-v1
+CONFORMANCE_PACK := build/conformance/int8-conformance-v2
 
 .PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling bench bench-models bench-golden demo \
 	conformance conformance-rtl formal mutate clean

@@ -203,3 +203,120 @@ def test_the_rtl_passes_the_mac_cases_and_is_named_by_its_rounding(pack_dir, tmp
     assert result.passed, report.markdown(result)
     assert result.verdict() == [rounding]
     assert (tmp_path / "report.html").exists()
+
+
+# ---- a careless DUT or a damaged pack: an error of that case, or the pack refused with the file named ----
+
+def _golden_then(change):
+    """The golden DUT with its ADD outputs passed through ``change``."""
+    golden = GoldenDut()
+
+    def dut(case):
+        out = golden(case)
+        return change(out) if case.op == "ADD" else out
+    return dut
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    (lambda out: None, "the DUT returned None"),
+    (lambda out: 3, "the DUT returned a int, not an array or a list of 1 arrays"),
+    (lambda out: [np.asarray(out[0], np.float64)], "output 0: the DUT returned dtype float64; the case's output is int8"),
+    (lambda out: [None], "output 0: the DUT returned NoneType, not an array"),
+    (lambda out: "ADD", "the DUT returned a str"),
+])
+def test_a_dut_returning_the_wrong_kind_of_thing_is_an_error_of_that_case(pack_dir, change, message):
+    result = run(pack_dir, _golden_then(change), ops=["ADD", "TRANSPOSE"], progress=False)
+    adds = [c for c in result.cases if c.op == "ADD"]
+    assert adds and all(c.status == "error" and message in c.detail for c in adds), adds[0].detail
+    assert all(c.status == "match" for c in result.cases if c.op == "TRANSPOSE")
+
+
+def _copy(pack_dir, tmp_path):
+    import shutil
+    out = tmp_path / "pack"
+    shutil.copytree(pack_dir, out)
+    return out
+
+
+def _first_expected(root):
+    m = json.loads((root / "manifest.json").read_text())
+    return m, m["cases"][0]["outputs"][0]["file"]
+
+
+def _rewrite_checksum(root, m, rel):
+    m["checksums"][rel] = pack.sha256(root / rel)
+    (root / "manifest.json").write_text(json.dumps(m))
+
+
+def test_a_corrupted_expected_value_is_a_damaged_pack_not_a_wrong_dut(pack_dir, tmp_path, capsys):
+    root = _copy(pack_dir, tmp_path)
+    _, rel = _first_expected(root)
+    data = bytearray((root / rel).read_bytes())
+    data[-1] ^= 1                                      # one bit of one expected element
+    (root / rel).write_bytes(bytes(data))
+    with pytest.raises(PackError, match=rf"{rel}: damaged \(its SHA-256 differs from the manifest's\).*write it again"):
+        load_pack(root)
+    assert main(["run", str(root), "--dut", "golden"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and rel in err[0] and "damaged" in err[0]
+
+
+@pytest.mark.parametrize(("damage", "message"), [
+    ("missing", r"{rel}: missing from the pack"),
+    ("truncated", r"{rel}: not a readable \.npy file"),
+    ("foreign", r"{rel}: holds int32\[.*\], but the manifest says INT8"),
+    ("not npy", r"{rel}: not a readable \.npy file"),
+])
+def test_a_missing_truncated_or_foreign_npy_names_the_file(pack_dir, tmp_path, damage, message):
+    root = _copy(pack_dir, tmp_path)
+    m, rel = _first_expected(root)
+    path = root / rel
+    if damage == "missing":
+        path.unlink()
+    else:
+        if damage == "truncated":
+            path.write_bytes(path.read_bytes()[:-3])
+        elif damage == "foreign":
+            np.save(path, np.load(path).astype(np.int32))
+        else:
+            path.write_bytes(b"a text file, not an array\n")
+        _rewrite_checksum(root, m, rel)     # a consistent manifest: the file itself is at fault
+    with pytest.raises(PackError, match=message.format(rel=rel)):
+        run(root, GoldenDut(), progress=False)
+
+
+@pytest.mark.parametrize(("edit", "message"), [
+    (lambda m: m.pop("cases"), r"manifest.json: the key 'cases' is missing"),
+    (lambda m: m.pop("checksums"), r"manifest.json: the key 'checksums' is missing"),
+    (lambda m: m["cases"][0].pop("outputs"), r"manifest.json: case '.*' lacks 'outputs'"),
+    (lambda m: m["cases"].clear(), r"manifest.json: the pack has no cases"),
+    (lambda m: m.update(format_version=1), r"a pack of format version 1, written by an older int8-systolic .* write "
+                                           r"it again with `int8-systolic conformance make`"),
+    (lambda m: m.update(format="something-else"), r"format 'something-else', not an 'int8-systolic-conformance'"),
+    (lambda m: m["checksums"].pop(m["cases"][0]["model"]), r"has no checksum in the manifest"),
+])
+def test_a_malformed_manifest_is_refused_with_the_key_named(pack_dir, tmp_path, edit, message, capsys):
+    root = _copy(pack_dir, tmp_path)
+    m = json.loads((root / "manifest.json").read_text())
+    edit(m)
+    (root / "manifest.json").write_text(json.dumps(m))
+    with pytest.raises(PackError, match=message):
+        load_pack(root)
+    assert main(["run", str(root), "--dut", "golden"]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_a_pack_path_that_is_not_a_directory_or_not_json(pack_dir, tmp_path, capsys):
+    (tmp_path / "file").write_text("x")
+    assert main(["run", str(tmp_path / "file"), "--dut", "golden"]) == 2
+    assert "file: not a directory" in capsys.readouterr().err
+    (tmp_path / "manifest.json").write_text("{not json")
+    assert main(["run", str(tmp_path), "--dut", "golden"]) == 2
+    assert "manifest.json: not valid JSON" in capsys.readouterr().err
+
+
+def test_a_selection_that_matches_nothing_is_an_error_not_a_pass(pack_dir, capsys):
+    with pytest.raises(ValueError, match="no case of .* has op TRANSPOSE and tag discriminator"):
+        run(pack_dir, GoldenDut(), ops=["TRANSPOSE"], tags=["discriminator"], progress=False)
+    assert main(["run", str(pack_dir), "--dut", "golden", "--ops", "TRANSPOSE", "--tags", "discriminator"]) == 2
+    assert "no case of" in capsys.readouterr().err

@@ -4,10 +4,14 @@
 
 ``dut`` is any callable taking a :class:`DutCase` (op, inputs, constants, integer params,
 options, tensor quantization, the model file) and returning the case's outputs (one
-array or a list, in the model's output order). The harness compares every element with the
-pack's expected outputs (``expect``: ``double``, TFLite's reference, or another variant for
-the MAC ops), and for each MAC case records which requantization variants the outputs
-equal. :class:`Result` holds per-case outcomes; :mod:`.report` renders them.
+array or a list, in the model's output order; integer outputs in any integer type, float
+outputs as floats). A DUT that raises, or returns None, a scalar or an array of the wrong
+kind, gets that case reported as an error; the run goes on. The pack is checked before any
+case runs (manifest structure, format version, every file's SHA-256), so a damaged pack is
+a :class:`~.pack.PackError` naming the file, never a DUT's mismatch. The harness compares
+every element with the pack's expected outputs (``expect``: ``double``, TFLite's reference,
+or another variant for the MAC ops), and for each MAC case records which requantization
+variants the outputs equal. :class:`Result` holds per-case outcomes; :mod:`.report` renders them.
 """
 
 import dataclasses
@@ -18,7 +22,7 @@ import time
 import numpy as np
 
 from ..variants import VARIANTS
-from .pack import FORMAT, FORMAT_VERSION, PackError, golden_case
+from .pack import FORMAT, FORMAT_VERSION, PackError, golden_case, sha256
 
 __all__ = ["CaseResult", "DutCase", "Pack", "Result", "load_pack", "run", "select"]
 
@@ -53,7 +57,7 @@ class PackCase:
         return self.record["op"]
 
     def _load(self, entry):
-        return np.load(self.root / entry["file"], allow_pickle=False)
+        return _load_npy(self.root, entry["file"], entry)
 
     def dut_case(self):
         r = self.record
@@ -65,11 +69,12 @@ class PackCase:
         """Expected outputs; for a MAC case and another variant, output 0 replaced by that variant's."""
         outs = [self._load(e) for e in self.record["outputs"]]
         if variant != "double" and "variants" in self.record:
-            outs[0] = np.load(self.root / self.record["variants"][variant], allow_pickle=False)
+            outs[0] = _load_npy(self.root, self.record["variants"][variant], self.record["outputs"][0])
         return outs
 
     def variant_outputs(self):
-        return {v: np.load(self.root / f, allow_pickle=False) for v, f in self.record.get("variants", {}).items()}
+        out0 = self.record["outputs"][0]
+        return {v: _load_npy(self.root, f, out0) for v, f in self.record.get("variants", {}).items()}
 
 
 @dataclasses.dataclass
@@ -82,19 +87,91 @@ class Pack:
         return [PackCase(r, self.root) for r in self.manifest["cases"]]
 
 
+_DTYPES = {"INT8": np.int8, "UINT8": np.uint8, "INT16": np.int16, "INT32": np.int32, "INT64": np.int64,
+           "FLOAT32": np.float32, "BOOL": np.bool_}
+_CASE_KEYS = ("id", "op", "tags", "description", "model", "inputs", "constants", "outputs", "params", "options")
+_REWRITE = "write it again with `int8-systolic conformance make` (or `make conformance`)"
+
+
+def _load_npy(root, rel, entry):
+    """An array of the pack, checked to be the type and shape its manifest entry says."""
+    path = root / rel
+    try:
+        a = np.load(path, allow_pickle=False)
+    except (OSError, ValueError, EOFError) as exc:
+        raise PackError(f"{path}: not a readable .npy file ({' '.join(str(exc).split())})") from None
+    if not isinstance(a, np.ndarray):
+        raise PackError(f"{path}: holds an archive, not one array")
+    dtype = _DTYPES.get(entry.get("type"))
+    if (dtype is not None and a.dtype != dtype) or list(a.shape) != list(entry.get("shape", a.shape)):
+        raise PackError(f"{path}: holds {a.dtype}{list(a.shape)}, but the manifest says {entry.get('type')}"
+                        f"{entry.get('shape')}")
+    return a
+
+
+def _check_manifest(root, manifest):
+    where = root / "manifest.json"
+    if not isinstance(manifest, dict):
+        raise PackError(f"{where}: not a pack manifest (a JSON object is expected)")
+    if manifest.get("format") != FORMAT:
+        raise PackError(f"{where}: format {manifest.get('format')!r}, not an {FORMAT!r} pack")
+    version = manifest.get("format_version")
+    if isinstance(version, int) and version < FORMAT_VERSION:
+        raise PackError(f"{root}: a pack of format version {version}, written by an older int8-systolic (this "
+                        f"harness reads version {FORMAT_VERSION}, whose manifest has a checksum of every file); "
+                        f"{_REWRITE}")
+    if version != FORMAT_VERSION:
+        raise PackError(f"{root}: format {FORMAT!r} version {version!r}; this harness reads {FORMAT!r} version "
+                        f"{FORMAT_VERSION}")
+    for key, kind in (("cases", list), ("checksums", dict), ("counts", dict)):
+        if not isinstance(manifest.get(key), kind):
+            raise PackError(f"{where}: the key {key!r} is missing or not a {kind.__name__}")
+    if not manifest["cases"]:
+        raise PackError(f"{where}: the pack has no cases")
+    for i, case in enumerate(manifest["cases"]):
+        if not isinstance(case, dict):
+            raise PackError(f"{where}: case {i} is not a JSON object")
+        missing = [k for k in _CASE_KEYS if k not in case]
+        if missing:
+            raise PackError(f"{where}: case {case.get('id', i)!r} lacks {', '.join(repr(k) for k in missing)}")
+        files = [case["model"], *case.get("variants", {}).values()]
+        for key in ("inputs", "constants", "outputs"):
+            if not isinstance(case[key], list) or not all(isinstance(e, dict) and "file" in e for e in case[key]):
+                raise PackError(f"{where}: case {case['id']!r}: {key!r} must be a list of entries with a 'file'")
+            files += [e["file"] for e in case[key]]
+        for rel in files:
+            if rel not in manifest["checksums"]:
+                raise PackError(f"{where}: case {case['id']!r}: {rel} has no checksum in the manifest")
+
+
+def _verify_checksums(root, checksums):
+    for rel, digest in checksums.items():
+        path = root / rel
+        if not path.is_file():
+            raise PackError(f"{path}: missing from the pack; {_REWRITE}")
+        if sha256(path) != digest:
+            raise PackError(f"{path}: damaged (its SHA-256 differs from the manifest's), so the pack's expected "
+                            f"values cannot be trusted; {_REWRITE}")
+
+
 def load_pack(path):
-    """A pack written by :func:`golden.conformance.pack.write_pack` (its directory or manifest.json)."""
+    """A pack written by :func:`golden.conformance.pack.write_pack` (its directory or manifest.json), checked
+    whole before use: its manifest's structure and format version, and every file against its SHA-256.
+    Raises :class:`~.pack.PackError` naming the file at fault."""
     path = pathlib.Path(path)
     root = path.parent if path.name == "manifest.json" else path
+    if root.exists() and not root.is_dir():
+        raise PackError(f"{root}: not a directory (a pack is a directory holding manifest.json)")
     try:
         manifest = json.loads((root / "manifest.json").read_text())
     except FileNotFoundError:
         raise PackError(f"{root}: no manifest.json (write a pack with `make conformance`)") from None
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise PackError(f"{root / 'manifest.json'}: not valid JSON ({exc})") from None
-    if manifest.get("format") != FORMAT or manifest.get("format_version") != FORMAT_VERSION:
-        raise PackError(f"{root}: format {manifest.get('format')!r} version {manifest.get('format_version')!r}; "
-                        f"this harness reads {FORMAT!r} version {FORMAT_VERSION}")
+    except OSError as exc:
+        raise PackError(f"{root / 'manifest.json'}: cannot be read ({exc.strerror})") from None
+    _check_manifest(root, manifest)
+    _verify_checksums(root, manifest["checksums"])
     return Pack(root, manifest)
 
 
@@ -176,6 +253,29 @@ def _stages_text(pc, index):
     return f"inputs there {[x[index].item() for x in same]}" if same else ""
 
 
+def _outputs(got, want):
+    """(the DUT's outputs as a list of arrays, None) or (None, why they cannot be compared)."""
+    if got is None:
+        return None, "the DUT returned None"
+    if isinstance(got, np.ndarray):
+        got = [got]
+    elif isinstance(got, (list, tuple)):
+        got = list(got)
+    else:
+        return None, f"the DUT returned a {type(got).__name__}, not an array or a list of {len(want)} arrays"
+    arrays = []
+    for j, g in enumerate(got):
+        if g is None or isinstance(g, (str, bytes, dict)):
+            return None, f"output {j}: the DUT returned {type(g).__name__}, not an array"
+        g = np.asarray(g)
+        w = want[j] if j < len(want) else None
+        kinds = {"i": "iu", "u": "iu", "f": "f", "b": "b"}
+        if w is not None and g.dtype.kind not in kinds.get(w.dtype.kind, w.dtype.kind):
+            return None, f"output {j}: the DUT returned dtype {g.dtype}; the case's output is {w.dtype}"
+        arrays.append(g)
+    return arrays, None
+
+
 def _compare(pc, got, want, expect):
     """(status, detail, elements, wrong) for one case's outputs."""
     if len(got) != len(want):
@@ -227,17 +327,24 @@ def run(pack, dut, *, expect="double", ops=None, tags=None, name=None, progress=
         raise ValueError(f"expect must be one of {', '.join(VARIANTS)}, got {expect!r}")
     pack = pack if isinstance(pack, Pack) else load_pack(pack)
     cases = select(pack, ops, tags)
+    if not cases:
+        raise ValueError(f"no case of {pack.root} has op {' or '.join(ops or ['(any)'])} and tag "
+                         f"{' or '.join(tags or ['(any)'])}")
     results, t0 = [], time.monotonic()
     for i, pc in enumerate(cases):
         r = pc.record
+        case, want = pc.dut_case(), pc.expected(expect)   # the pack's own faults raise PackError, before the DUT
         try:
-            got = dut(pc.dut_case())
+            got = dut(case)
         except Exception as exc:  # any failure of the DUT is a reported result, not a crash
             results.append(CaseResult(pc.id, pc.op, r["tags"], r["description"], "error",
                                       f"{type(exc).__name__}: {exc}"))
             continue
-        got = [got] if isinstance(got, np.ndarray) else list(got)
-        status, detail, elements, wrong = _compare(pc, got, pc.expected(expect), expect)
+        got, problem = _outputs(got, want)
+        if problem:
+            results.append(CaseResult(pc.id, pc.op, r["tags"], r["description"], "error", problem))
+            continue
+        status, detail, elements, wrong = _compare(pc, got, want, expect)
         matched = None
         if "variants" in r and got:
             g0 = np.asarray(got[0])

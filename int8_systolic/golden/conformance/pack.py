@@ -19,6 +19,7 @@ accumulators), not declared by the generator, so a tag says what the case exerci
 """
 
 import dataclasses
+import hashlib
 import importlib.metadata
 import json
 import pathlib
@@ -38,10 +39,11 @@ from ..tflite.interpreter import MAC_OPS, Interpreter
 from ..tflite.runtimes import run_litert_reference, run_tflm
 from . import mac_cases, op_cases
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "PackError", "generate", "write_pack"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "PackError", "generate", "sha256", "write_pack"]
 
 FORMAT = "int8-systolic-conformance"
-FORMAT_VERSION = 1
+# 2: the manifest carries a SHA-256 of every file ("checksums"), so a damaged pack is told from a wrong DUT
+FORMAT_VERSION = 2
 MAC_GENERATORS = {"FULLY_CONNECTED": "fully_connected", "CONV_2D": "conv_2d", "DEPTHWISE_CONV_2D": "depthwise_conv_2d"}
 # op_cases descriptions of the directed cases (the rest draw shapes, scales and zero points at random)
 DIRECTED_DESCRIPTIONS = ("adversarial", "all 256 inputs", "equal reals, different scales", "largest sum", "depth 1000")
@@ -242,6 +244,10 @@ def _versions():
             "python": sys.version.split()[0]}
 
 
+def sha256(path):
+    return hashlib.sha256(pathlib.Path(path).read_bytes()).hexdigest()
+
+
 def _save(path, array):
     np.save(path, np.ascontiguousarray(array), allow_pickle=False)
     return path.name
@@ -299,12 +305,15 @@ def write_pack(out_dir, *, per_op=10, seed=1, ops=None, progress=True):
         if progress and len(records) % 25 == 0:
             print(f"[conformance] {len(records)} cases written and checked against the reference runtime, "
                   f"now {gc.op} ({time.monotonic() - t0:.0f} s)", flush=True)
+    if not records:
+        raise PackError("no cases were generated (an empty --ops selection?)")
+    (tmp / "README.md").write_text(PACK_README.format(version=FORMAT_VERSION, cases=len(records), ops=len(counts)))
+    checksums = {f.relative_to(tmp).as_posix(): sha256(f) for f in sorted(tmp.rglob("*")) if f.is_file()}
     manifest = {"format": FORMAT, "format_version": FORMAT_VERSION, "generator": _versions(),
                 "settings": {"per_op": per_op, "seed": seed},
                 "variants": list(variants.VARIANTS), "counts": counts,
-                "tag_counts": _tag_counts(records), "cases": records}
+                "tag_counts": _tag_counts(records), "checksums": checksums, "cases": records}
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
-    (tmp / "README.md").write_text(PACK_README.format(version=FORMAT_VERSION, cases=len(records), ops=len(counts)))
     shutil.rmtree(out, ignore_errors=True)
     tmp.rename(out)
     return manifest
@@ -328,8 +337,9 @@ LiteRT's BUILTIN_REF resolver for SPACE_TO_BATCH_ND). Nothing here needs our cod
 
 ## Files
 - `manifest.json`: `format`, `format_version`, `generator` (versions of the tools that wrote
-  and checked it), `settings`, `variants`, `counts` (cases per op), `tag_counts`, and
-  `cases`, one record per case:
+  and checked it), `settings`, `variants`, `counts` (cases per op), `tag_counts`,
+  `checksums` (the SHA-256 of every other file of the pack, by its path in the pack: check
+  them before blaming a design for a wrong output), and `cases`, one record per case:
   - `id` (`OP/nnnn`, also its directory), `op`, `in_spec_table`, `description`, `tags`;
   - `model`: a single-operator `.tflite` file (TFLite flatbuffer schema);
   - `inputs`: the model's runtime inputs in order; `constants`: the operator's constant
