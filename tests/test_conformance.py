@@ -220,14 +220,16 @@ def _golden_then(change):
 @pytest.mark.parametrize(("change", "message"), [
     (lambda out: None, "the DUT returned None"),
     (lambda out: 3, "the DUT returned a int, not an array or a list of 1 arrays"),
-    (lambda out: [np.asarray(out[0], np.float64)], "output 0: the DUT returned dtype float64; the case's output is int8"),
+    (lambda out: [np.asarray(out[0], np.float64)],
+     "output 0: the DUT returned dtype float64; the case's output is int8"),
     (lambda out: [None], "output 0: the DUT returned NoneType, not an array"),
     (lambda out: "ADD", "the DUT returned a str"),
 ])
 def test_a_dut_returning_the_wrong_kind_of_thing_is_an_error_of_that_case(pack_dir, change, message):
     result = run(pack_dir, _golden_then(change), ops=["ADD", "TRANSPOSE"], progress=False)
     adds = [c for c in result.cases if c.op == "ADD"]
-    assert adds and all(c.status == "error" and message in c.detail for c in adds), adds[0].detail
+    assert adds
+    assert all(c.status == "error" and message in c.detail for c in adds), adds[0].detail
     assert all(c.status == "match" for c in result.cases if c.op == "TRANSPOSE")
 
 
@@ -258,7 +260,9 @@ def test_a_corrupted_expected_value_is_a_damaged_pack_not_a_wrong_dut(pack_dir, 
         load_pack(root)
     assert main(["run", str(root), "--dut", "golden"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and rel in err[0] and "damaged" in err[0]
+    assert len(err) == 1
+    assert rel in err[0]
+    assert "damaged" in err[0]
 
 
 @pytest.mark.parametrize(("damage", "message"), [
@@ -316,7 +320,7 @@ def test_a_pack_path_that_is_not_a_directory_or_not_json(pack_dir, tmp_path, cap
 
 
 def test_a_selection_that_matches_nothing_is_an_error_not_a_pass(pack_dir, capsys):
-    with pytest.raises(ValueError, match="no case of .* has op TRANSPOSE and tag discriminator"):
+    with pytest.raises(ValueError, match=r"no case of .* has op TRANSPOSE and tag discriminator"):
         run(pack_dir, GoldenDut(), ops=["TRANSPOSE"], tags=["discriminator"], progress=False)
     assert main(["run", str(pack_dir), "--dut", "golden", "--ops", "TRANSPOSE", "--tags", "discriminator"]) == 2
     assert "no case of" in capsys.readouterr().err
