@@ -36,7 +36,10 @@ __all__ = [
 
 def wrap_int32(x):
     """Reduce integers to int32 with two's-complement wrap-around (what C++ ``int32_t`` += does)."""
-    return wrap_int32_in_int64(x).astype(np.int32)
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iuO":
+        raise ValueError(f"x must be integers (int64 or Python ints), got dtype {arr.dtype}")
+    return wrap_int32_in_int64(arr).astype(np.int32)
 
 
 def wrap_int32_in_int64(x):
@@ -103,6 +106,17 @@ def quantize_multiplier_smaller_than_one_exp(real_multiplier):
     return quantize_multiplier(m)  # frexp of m < 1 gives shift <= 0
 
 
+def _int32_operand(name, x):
+    """An integer operand of a gemmlowp primitive, checked to lie in int32 (the C functions take int32), as int64."""
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_ or arr.dtype.kind not in "iu":
+        raise ValueError(f"{name} must be an int32 value or array (the primitive's C operand type), got dtype "
+                         f"{arr.dtype}")
+    if arr.dtype.itemsize > 4 or arr.dtype == np.uint32:
+        int_array(name, arr, np.int32)
+    return arr.astype(np.int64)
+
+
 def saturating_rounding_doubling_high_mul(a, b):
     """gemmlowp ``SaturatingRoundingDoublingHighMul`` on int32 operands.
 
@@ -112,7 +126,7 @@ def saturating_rounding_doubling_high_mul(a, b):
     negative tie rounds toward zero (the ``1 -`` in the negative nudge). The one
     overflowing case ``INT32_MIN * INT32_MIN`` saturates to ``INT32_MAX``.
     """
-    ab = np.asarray(a, dtype=np.int64) * np.asarray(b, dtype=np.int64)
+    ab = _int32_operand("a", a) * _int32_operand("b", b)
     # The C code's trunc((ab + nudge) / 2**31), nudge 2**30 or 1 - 2**30 by the sign of ab, equals
     # floor((ab + 2**30) / 2**31) for every ab: for ab = -t < 0, trunc((1 - 2**30 - t) / 2**31) =
     # -floor((t + 2**30 - 1) / 2**31) = floor((2**30 - t) / 2**31). So one add and an arithmetic
@@ -122,10 +136,11 @@ def saturating_rounding_doubling_high_mul(a, b):
 
 def rounding_divide_by_pot(x, exponent):
     """gemmlowp ``RoundingDivideByPOT``: ``x / 2**exponent`` rounded half away from zero, 0 <= exponent <= 31."""
-    x = np.asarray(x, dtype=np.int64)
-    exponent = np.asarray(exponent, dtype=np.int64)
+    x = _int32_operand("x", x)
+    exponent = _int32_operand("exponent", exponent)
     if np.any(exponent < 0) or np.any(exponent > 31):
-        raise ValueError("exponent must be in [0, 31]")
+        bad = int(exponent.min()) if np.any(exponent < 0) else int(exponent.max())
+        raise ValueError(f"exponent must be in [0, 31], got {bad}")
     if exponent.size > 1 and np.all(exponent == exponent.flat[0]):
         exponent = exponent.flat[0]  # a scalar shift is several times faster in numpy
     mask = (np.int64(1) << exponent) - 1

@@ -26,6 +26,7 @@ from . import kernels
 from ._checks import (
     ACTIVATIONS,
     choice,
+    int_param,
     rounding_param,
     scale_param,
     zero_point_param,
@@ -77,6 +78,7 @@ def conv_params(*, input_scale, input_zero_point, weight_scale, output_scale, ou
     layer), ``output_offset``, ``quantized_activation_min``/``max`` and ``rounding``.
     """
     rounding = rounding_param(rounding)
+    channels = int_param("channels", channels, 1, 2**31 - 1)
     _weight_zero_point(weight_zero_point)
     in_s = scale_param("input_scale", input_scale)
     out_s = scale_param("output_scale", output_scale)

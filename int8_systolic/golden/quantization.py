@@ -152,7 +152,14 @@ def quantize(real, scale, zero_point, *, axis=None, qmin=INT8_MIN, qmax=INT8_MAX
     division and rounding in float32. Per tensor, or per slice along ``axis`` with
     vector ``scale`` / ``zero_point``.
     """
-    x = np.asarray(real, dtype=np.float32)
+    dtype = _integer_dtype(dtype)
+    info = np.iinfo(dtype)
+    qmin = int_param(f"qmin (of {dtype})", qmin, int(info.min), int(info.max))
+    qmax = int_param(f"qmax (of {dtype}, above qmin)", qmax, qmin + 1, int(info.max))
+    try:
+        x = np.asarray(real, dtype=np.float32)
+    except (TypeError, ValueError):
+        raise ValueError(f"real must be an array of real numbers, got {type(real).__name__}") from None
     if not np.all(np.isfinite(x)):
         raise ValueError("real must be finite")
     s, zp = _broadcast_params("scale", scale, "zero_point", zero_point, x.shape, axis)
@@ -162,6 +169,16 @@ def quantize(real, scale, zero_point, *, axis=None, qmin=INT8_MIN, qmax=INT8_MAX
         r = round_half_away((x / s).astype(np.float32))
     r = np.clip(r, INT32_MIN, INT32_MAX).astype(np.int64)
     return np.clip(r + zp, qmin, qmax).astype(dtype)
+
+
+def _integer_dtype(dtype):
+    try:
+        dt = np.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be an integer numpy dtype, got {dtype!r}") from None
+    if dt == np.bool_ or dt.kind not in "iu" or dt.itemsize > 4:
+        raise ValueError(f"dtype must be an integer numpy dtype of at most 32 bits, got {dt}")
+    return dt
 
 
 def dequantize(q, scale, zero_point, *, axis=None):
@@ -188,6 +205,8 @@ def activation_range(activation, scale, zero_point, qmin=INT8_MIN, qmax=INT8_MAX
     ``Q(f) = zero_point + roundf(f / scale)`` evaluated in float32.
     """
     activation = choice("activation", activation, ACTIVATIONS)
+    qmin = int_param("qmin", qmin, INT32_MIN, INT32_MAX)
+    qmax = int_param("qmax", qmax, qmin + 1, INT32_MAX)
     s = scale_param("output_scale", scale)
     zp = zero_point_param("output_zero_point", zero_point, qmin, qmax)
     if activation == "RELU":
@@ -210,6 +229,9 @@ def fake_quant_nudge(rmin, rmax, num_bits=8, narrow_range=False):
     """
     rmin = np.float32(finite_real("rmin", rmin))
     rmax = np.float32(finite_real("rmax", rmax))
+    num_bits = int_param("num_bits", num_bits, 2, 16)   # TensorFlow's FakeQuant* ops take 2 to 16 bits
+    if not isinstance(narrow_range, (bool, np.bool_)):
+        raise ValueError(f"narrow_range must be a bool, got {narrow_range!r}")
     if not rmin <= 0 <= rmax or rmin == rmax:
         raise ValueError(f"fake-quant range must contain 0 and be non-empty, got [{rmin}, {rmax}]")
     quant_min = np.float32(1 if narrow_range else 0)
