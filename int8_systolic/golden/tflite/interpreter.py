@@ -318,7 +318,11 @@ class Interpreter:
             if handle not in self.variables:
                 raise ModelError(f"{where}: variable {handle!r} is read before it is assigned")
             out_t = sg.tensors[op.outputs[0]]
-            values[op.outputs[0]] = np.array(self.variables[handle]).reshape(out_t.shape)
+            value = self.variables[handle]
+            if value.size != int(np.prod(out_t.shape)) or (out_t.dtype is not None and value.dtype != out_t.dtype):
+                raise ModelError(f"{where}: variable {handle!r} holds {value.dtype}{list(value.shape)}, but output "
+                                 f"'{out_t.name}' is {out_t.type}{list(out_t.shape)}")
+            values[op.outputs[0]] = np.array(value).reshape(out_t.shape)
 
 
 def compare_with_tflm(interpreter, tflm):

@@ -85,13 +85,13 @@ def _tensor_size(model, fail):
     total = 0
     for sg in model.subgraphs:
         for t in sg.tensors:
+            where = f"{_where(model, sg.index)}, {_tensor_label(t)}"
             if any(d < 0 for d in t.shape):
-                fail(_where(model, sg.index), f"{_tensor_label(t)} has shape {list(t.shape)}: dynamic (-1) or "
-                                              f"negative dimensions are not supported")
+                fail(where, f"has shape {list(t.shape)}: dynamic (-1) or negative dimensions are not supported")
             size = _ITEMSIZE.get(t.type, 8) * int(np.prod(t.shape, dtype=object) if t.shape else 1)
             if size > MAX_TENSOR_BYTES:
-                fail(_where(model, sg.index), f"{_tensor_label(t)} is {t.type}{list(t.shape)}, {size} bytes; the "
-                                              f"golden model's cap is {MAX_TENSOR_BYTES >> 20} MiB per tensor")
+                fail(where, f"is {t.type}{list(t.shape)}, {size} bytes; the golden model's cap is "
+                            f"{MAX_TENSOR_BYTES >> 20} MiB per tensor")
             total += size if t.data is None else 0
     if total > MAX_TOTAL_BYTES:
         fail(model.path, f"the model's non-constant tensors need {total} bytes; the golden model's cap is "
@@ -132,6 +132,28 @@ def _options(model, fail):
             if got is None and required:
                 fail(_where(model, sg.index, op.index), f"has no builtin options ({expected}); TFLM would read "
                                                         f"zeros (stride, filter size, beta...) in their place")
+
+
+# resource-variable ops: (inputs, outputs) as TFLM's var_handle.cc, read_variable.cc, assign_variable.cc and
+# call_once.cc require them
+_VARIABLE_ARITY = {"VAR_HANDLE": (0, 1), "READ_VARIABLE": (1, 1), "ASSIGN_VARIABLE": (2, 0), "CALL_ONCE": (0, 0)}
+
+
+def _variable_ops(model, fail):
+    for sg in model.subgraphs:
+        for op in sg.operators:
+            arity = _VARIABLE_ARITY.get(op.op)
+            if arity is None:
+                continue
+            where = _where(model, sg.index, op.index)
+            if (len(op.inputs), len(op.outputs)) != arity or -1 in op.inputs:
+                fail(where, f"has {len(op.inputs)} inputs and {len(op.outputs)} outputs; {op.op} takes {arity[0]} "
+                            f"and {arity[1]}")
+            handles = op.outputs if op.op == "VAR_HANDLE" else op.inputs[:1] if op.op != "CALL_ONCE" else []
+            for ti in handles:
+                if sg.tensors[ti].type != "RESOURCE":
+                    fail(where, f"{_tensor_label(sg.tensors[ti])} is {sg.tensors[ti].type}; a variable's handle "
+                                f"is a RESOURCE tensor")
 
 
 def _subgraph_index(model, fail):
@@ -196,6 +218,8 @@ RULES = (
     Rule("builtin-options", "an operator's builtin options are its op's table; ops whose missing options TFLM "
                             "would read as invalid zeros must carry them", _options),
     Rule("subgraph-index", "CALL_ONCE names another subgraph of the model", _subgraph_index),
+    Rule("variable-ops", "VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE and CALL_ONCE have their operands, handles "
+                         "being RESOURCE tensors", _variable_ops),
     Rule("single-writer", "no tensor is written by two operators, and no operator writes a constant or a graph "
                           "input", _writers),
     Rule("operator-order", "every tensor an operator reads is a constant, a graph input, a variable, or the output "
