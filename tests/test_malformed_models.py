@@ -336,3 +336,10 @@ def test_structural_edits(index, edits):
         except Exception:   # an edit flatbuffers itself cannot serialise (a bad enum in a union...): no model
             continue
         _must_be_model_error(edited, f"{edits.__name__} {k}")
+
+
+def test_the_refusals_page_lists_every_rule():
+    from int8_systolic.paths import SOURCE
+    page = (SOURCE / "docs" / "refusals.md").read_text()
+    for rule in RULES:
+        assert f"| `{rule.name}` |" in page, rule.name
