@@ -39,6 +39,11 @@ def command(prog):
             name = kwargs.get("prog", prog)
             try:
                 return main(argv, *args, **kwargs)
+            except SystemExit as exc:   # argparse's --help and errors: their status, returned like any other
+                if isinstance(exc.code, str):
+                    print(exc.code, file=sys.stderr)
+                    return 2
+                return 0 if exc.code is None else exc.code
             except KeyboardInterrupt:
                 if "--debug" in argv:
                     raise
