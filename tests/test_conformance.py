@@ -22,7 +22,7 @@ from int8_systolic.golden.tflite.runtimes import run_litert_reference, run_tflm
 
 pytestmark = pytest.mark.tflm
 
-OPS = ["ADD", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "QUANTIZE", "SOFTMAX", "SPACE_TO_BATCH_ND",
+OPS = ["ADD", "ARG_MAX", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "QUANTIZE", "SOFTMAX", "SPACE_TO_BATCH_ND",
        "TRANSPOSE"]
 MAC = ["FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D"]
 SEED = int(os.environ.get("SEED", "1"))

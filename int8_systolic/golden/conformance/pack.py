@@ -249,7 +249,9 @@ def sha256(path):
 
 
 def _save(path, array):
-    np.save(path, np.ascontiguousarray(array), allow_pickle=False)
+    # np.ascontiguousarray would make a 0-d array (a scalar output: ARG_MAX of a vector) 1-d
+    array = np.asarray(array)
+    np.save(path, array if array.flags.c_contiguous else array.copy(order="C"), allow_pickle=False)
     return path.name
 
 
