@@ -11,19 +11,20 @@ The fuzz tests apply seeded truncations, bit flips and structural edits to every
 nothing but :class:`ModelError` ever leaves the interpreter, at construction or at invoke.
 """
 
+import itertools
 import random
 
 import flatbuffers
 import numpy as np
 import pytest
 
-from int8_systolic.golden.tflite.builder import schema
+from int8_systolic.golden.tflite.builder import ModelBuilder, TensorSpec, op_options, schema, single_op_model
 from int8_systolic.golden.tflite.cnn import generated_cnn
 from int8_systolic.golden.tflite.interpreter import Interpreter
 from int8_systolic.golden.tflite.mlperf import MODEL_NAMES, mlperf_model
 from int8_systolic.golden.tflite.model import ModelError
-from int8_systolic.golden.tflite.rules import MAX_TENSOR_BYTES, RULES
-from int8_systolic.golden.tflite.runtimes import tflm_verdict
+from int8_systolic.golden.tflite.rules import MAX_TENSOR_BYTES, MAX_TOTAL_BYTES, PREPARE_RULES, RULES
+from int8_systolic.golden.tflite.runtimes import run_tflm, tflm_verdict
 from int8_systolic.golden.tflite.wakeword import wakeword_models
 
 RESNET = mlperf_model("image_classification").read_bytes()     # op 0 CONV_2D (weights [16,3,3,3]), ADD, pools, FC
@@ -181,7 +182,8 @@ CASES = [
      r"operator 1 \(CONV_2D\): writes tensor \d+ \('.*'\), which operator 0 already writes "
      r"\[rule single-writer\]", "refused"),
     ("bias length", RESNET, _bias_length,
-     r"operator 0 \(CONV_2D\): bias '.*' has shape \[17\]; it needs one int32 per output channel \[16\]", "ran"),
+     r"operator 0 \(CONV_2D\): bias '.*' has shape \[17\]; it needs one int32 per output channel \[16\] "
+     r"\[rule bias-length\]", "ran"),
     ("declared output shape", RESNET, _output_shape,
      r"operator 1 \(CONV_2D\): computes output 0 as \[1, 32, 32, 16\], but tensor '.*' is declared "
      r"\[1, 33, 32, 16\]", "ran"),
@@ -202,6 +204,161 @@ CASES = [
     ("tensor index out of range", RESNET, lambda m: _set(_conv(m), inputs=[9999, *_conv(m).inputs[1:]]),
      r"subgraph 0, operator 0 \(CONV_2D\): tensor index 9999 out of range", "refused"),
 ]
+
+
+I8 = np.int8
+CONV_OPTIONS = {"padding": 0, "strideH": 1, "strideW": 1, "dilationHFactor": 1, "dilationWFactor": 1}
+
+
+def _q(shape, s=0.1, zp=0, dtype=I8, data=None, axis=0):
+    return TensorSpec(shape, dtype, s, zp, data=data, quantized_dimension=axis)
+
+
+def _w(shape, scales, axis=0):
+    return _q(shape, list(scales), [0] * len(scales), data=np.ones(shape, I8), axis=axis)
+
+
+def _b(n, scale=0.001):
+    return TensorSpec((n,), np.int32, [scale] * n, [0] * n, data=np.zeros(n, np.int32))
+
+
+def _conv_model(x, w, b, out, op="CONV_2D", **options):
+    name = "Conv2D" if op == "CONV_2D" else "DepthwiseConv2D"
+    return single_op_model(op, [x, w, b], out, op_options(name, **{**CONV_OPTIONS, **options}))
+
+
+def _many_big_tensors(m):
+    # six RELUs in a chain of 60 MiB tensors: each under the per-tensor cap, all together over the total
+    mb = ModelBuilder()
+    shape = (1, 60 << 20)
+    ts = [mb.tensor(f"t{i}", shape, I8, scale=0.1, zero_point=0) for i in range(7)]
+    for a, b in itertools.pairwise(ts):
+        mb.operator(schema.BuiltinOperator.RELU, [a], [b])
+    return mb.finish([ts[0]], [ts[-1]])
+
+
+def _writes(target):
+    def edit(m):
+        sg = _sg(m)
+        sg.operators[0].outputs = [sg.inputs[0] if target == "input" else _conv(m).inputs[1]]
+    return edit
+
+
+def _handle_not_resource(m):
+    _, op = _first(m, "READ_VARIABLE", 0)
+    op.inputs = [_sg(m).inputs[0]]
+
+
+def _assign_other_size(m):
+    """An ASSIGN_VARIABLE of a tensor of another size than its variable's reads."""
+    sg = _sg(m)
+    _, op = _first(m, "ASSIGN_VARIABLE", 0)
+    op.inputs = [op.inputs[0], sg.inputs[0]]
+
+
+# Prepare's rules and the remaining static ones, on single-op models or edits (id, model, error, TFLM)
+PREPARE_CASES = [
+    ("conv weights on the wrong axis, right count", _conv_model(
+        _q((1, 4, 4, 4)), _w((4, 3, 3, 4), [0.01] * 4, axis=3), _b(4), [_q((1, 4, 4, 4))]),
+     r"operator 0 \(CONV_2D\): weights 'input1' \[4, 3, 3, 4\] are quantized per axis on dimension 3 with 4 scales; "
+     r"CONV_2D needs one scale per output channel on dimension 0 \(4\) \[rule weights-axis\]", "ran"),
+    ("grouped convolution", _conv_model(_q((1, 4, 4, 4)), _w((2, 3, 3, 2), [0.01] * 2), _b(2), [_q((1, 4, 4, 2))]),
+     r"operator 0 \(CONV_2D\): weights 'input1' \[2, 3, 3, 2\] \(OHWI\) take 2 input channels, but input "
+     r"'input0' has 4 \(grouped convolution is not supported\) \[rule mac-operands\]", "ran"),
+    ("depthwise multiplier", _conv_model(_q((1, 4, 4, 4)), _w((1, 3, 3, 6), [0.01] * 6, axis=3), _b(6),
+                                         [_q((1, 4, 4, 6))], op="DEPTHWISE_CONV_2D", depthMultiplier=2),
+     r"operator 0 \(DEPTHWISE_CONV_2D\): weights 'input1' \[1, 3, 3, 6\] must be \[1, KH, KW, C \* "
+     r"depth_multiplier\] with C = 4 input channels and depth_multiplier 2 \[rule mac-operands\]", "ran"),
+    ("filter larger than the input", _conv_model(_q((1, 3, 3, 2)), _w((2, 5, 5, 2), [0.01] * 2), _b(2),
+                                                 [_q((1, 1, 1, 2))], padding=1),
+     r"operator 0 \(CONV_2D\): the 5x5 filter \(dilation 1x1\) does not fit in the 3x3 input with VALID "
+     r"padding \[rule geometry\]", "ran"),
+    ("fully connected output shape", single_op_model(
+        "FULLY_CONNECTED", [_q((2, 4)), _q((3, 4), 0.01, data=np.ones((3, 4), I8)), _b(3)], [_q((2, 4))],
+        op_options("FullyConnected")),
+     r"operator 0 \(FULLY_CONNECTED\): computes 2 rows of 3 outputs, but tensor 'output0' is declared \[2, 4\] "
+     r"\[rule output-shape\]", "ran"),
+    ("a MAC layer with two outputs", _conv_model(_q((1, 4, 4, 2)), _w((2, 3, 3, 2), [0.01] * 2), _b(2),
+                                                 [_q((1, 4, 4, 2)), _q((1, 4, 4, 2))]),
+     r"operator 0 \(CONV_2D\): has 2 outputs; CONV_2D has 1 \[rule output-shape\]", "refused"),
+    ("an element-wise op with two outputs", single_op_model("RELU", [_q((4,))], [_q((4,)), _q((4,))]),
+     r"operator 0 \(RELU\): computes 1 outputs but the operator has 2 \[rule output-shape\]", "ran"),
+    ("quantized_bias_type", _conv_model(_q((1, 4, 4, 2)), _w((2, 3, 3, 2), [0.01] * 2), _b(2), [_q((1, 4, 4, 2))],
+                                        quantizedBiasType=9),
+     r"operator 0 \(CONV_2D\): option quantized_bias_type is 9; an int8 layer's bias is INT32 \(2\), or the "
+     r"option is unset \(0\) \[rule builtin-options\]", "ran"),
+    ("a dynamic dimension", _edit(RESNET, lambda m: _set(_sg(m).tensors[_conv(m).outputs[0]], shape=[1, -1, 32, 16])),
+     r"tensor \d+ \('.*'\): has shape \[1, -1, 32, 16\]: dynamic \(-1\) or negative dimensions are not "
+     r"supported \[rule tensor-size\]", "refused"),
+    ("tensors over the total cap", _many_big_tensors(None),
+     rf"the model's non-constant tensors need {7 * (60 << 20)} bytes; the golden model's cap is "
+     rf"{MAX_TOTAL_BYTES >> 20} MiB \[rule tensor-size\]", "refused"),
+    ("an operator writes a constant", _edit(RESNET, _writes("constant")),
+     r"operator 0 \(CONV_2D\): writes tensor \d+ \('.*'\), which is a constant \[rule single-writer\]", "ran"),
+    ("an operator writes a graph input", _edit(RESNET, _writes("input")),
+     r"operator 0 \(CONV_2D\): writes tensor \d+ \('.*'\), which is an input of the subgraph "
+     r"\[rule single-writer\]", "ran"),
+    ("a variable handle that is not a resource", _edit(WAKEWORD, _handle_not_resource),
+     r"operator \d+ \(READ_VARIABLE\): tensor \d+ \('.*'\) is INT8; a variable's handle is a RESOURCE tensor "
+     r"\[rule variable-ops\]", "ran"),
+    ("a variable assigned another size", _edit(WAKEWORD, _assign_other_size),
+     r"operator \d+ \(ASSIGN_VARIABLE\): assigns variable '.*' as tensor \d+ \('.*'\), INT8\[.*\], but "
+     r"subgraph \d+, operator \d+ \(.*\) uses it as INT8\[.*\] \[rule variable-ops\]", "ran"),
+    ("an operator output of -1", _edit(RESNET, lambda m: _set(_conv(m), outputs=[-1])),
+     r"operator 0 \(CONV_2D\): output tensor index -1 \(only an optional input may be omitted\)", "refused"),
+]
+
+
+@pytest.mark.parametrize(("model", "message"), [(c[1], c[2]) for c in PREPARE_CASES],
+                         ids=[c[0] for c in PREPARE_CASES])
+def test_prepare_rules_refuse_with_the_rule_named(model, message):
+    with pytest.raises(ModelError, match=rf"^m\.tflite: (subgraph \d+, |subgraph \d+: )?{message}"):
+        Interpreter(model, "m.tflite")
+
+
+@pytest.mark.tflm
+@pytest.mark.parametrize(("model", "tflm"), [(c[1], c[3]) for c in PREPARE_CASES],
+                         ids=[c[0] for c in PREPARE_CASES])
+def test_what_tflm_does_with_the_prepare_cases(model, tflm):
+    verdict, message = tflm_verdict(model)
+    assert verdict == tflm, message
+
+
+def _reshape_to_scalar():
+    return single_op_model("RESHAPE", [_q((1, 1)), TensorSpec((0,), np.int32, data=np.zeros(0, np.int32))],
+                           [_q(())], op_options("Reshape"))
+
+
+def _reshape_by_input():
+    return single_op_model("RESHAPE", [_q((2, 3)), TensorSpec((2,), np.int32)], [_q((3, 2))], op_options("Reshape"))
+
+
+def _constant_output():
+    mb = ModelBuilder()
+    x, y = mb.tensor("x", (4,), I8, scale=0.1, zero_point=0), mb.tensor("y", (4,), I8, scale=0.1, zero_point=0)
+    c = mb.tensor("c", (2,), I8, scale=0.1, zero_point=0, data=np.array([1, 2], I8))
+    mb.operator(schema.BuiltinOperator.RELU, [x], [y])
+    return mb.finish([x], [y, c])
+
+
+# valid models at the edges of the rules: each loads and computes what TFLM computes
+VALID = [
+    ("scalar ADD", single_op_model("ADD", [_q(()), _q((), 0.2, 3)], [_q((), 0.3)]),
+     [np.array(5, I8), np.array(-7, I8)]),
+    ("RESHAPE to a scalar (a zero-element constant shape)", _reshape_to_scalar(), [np.array([[9]], I8)]),
+    ("RESHAPE to a shape the caller passes", _reshape_by_input(), [np.arange(6, dtype=I8).reshape(2, 3),
+                                                                   np.array([3, 2], np.int32)]),
+    ("a constant graph output", _constant_output(), [np.array([-3, 0, 3, 100], I8)]),
+]
+
+
+@pytest.mark.tflm
+@pytest.mark.parametrize(("model", "inputs"), [(c[1], c[2]) for c in VALID], ids=[c[0] for c in VALID])
+def test_valid_edge_models_load_and_match_tflm(model, inputs):
+    ours = Interpreter(model, "m.tflite").invoke(inputs)
+    theirs = run_tflm(model, inputs, num_outputs=len(ours))
+    for a, b in zip(ours, theirs, strict=True):
+        np.testing.assert_array_equal(a, np.asarray(b).reshape(a.shape))
 
 
 @pytest.fixture(scope="module")
@@ -237,8 +394,9 @@ def test_what_tflm_does_with_it(models, case_id, tflm):
 
 
 def test_every_rule_has_a_case():
-    names = {rule.name for rule in RULES}
-    covered = {name for _, _, _, message, _ in CASES for name in names if rf"\[rule {name}\]" in message}
+    names = {rule.name for rule in RULES} | set(PREPARE_RULES)
+    messages = [c[3] for c in CASES] + [c[2] for c in PREPARE_CASES]
+    covered = {name for message in messages for name in names if rf"\[rule {name}\]" in message}
     assert covered == names
 
 
@@ -341,5 +499,5 @@ def test_structural_edits(index, edits):
 def test_the_refusals_page_lists_every_rule():
     from int8_systolic.paths import SOURCE
     page = (SOURCE / "docs" / "refusals.md").read_text()
-    for rule in RULES:
-        assert f"| `{rule.name}` |" in page, rule.name
+    for name in [rule.name for rule in RULES] + list(PREPARE_RULES):
+        assert f"| `{name}` |" in page, name

@@ -143,7 +143,7 @@ class OpContext:
         """The Padding option's name (SAME or VALID); an unknown code is refused."""
         code = self.option("padding", 0)
         if code not in PADDING_NAMES:
-            self.fail(f"padding code {code!r} is neither SAME (0) nor VALID (1)")
+            self.fail(f"padding code {code!r} is neither SAME (0) nor VALID (1) [rule geometry]")
         return PADDING_NAMES[code]
 
     def pair(self, what, height, width):
@@ -151,7 +151,7 @@ class OpContext:
         pair = (self.option(height), self.option(width))
         for name, value in zip((height, width), pair, strict=True):
             if not isinstance(value, int) or value < 1:
-                self.fail(f"{what} option {name} is {value!r}; it must be an integer >= 1")
+                self.fail(f"{what} option {name} is {value!r}; it must be an integer >= 1 [rule geometry]")
         return pair
 
     def output_shape(self, shape, i=0):
@@ -159,11 +159,11 @@ class OpContext:
         out = self.tensor(i, output=True)
         if tuple(out.shape) != tuple(shape):
             self.fail(f"computes output {i} as {list(shape)}, but tensor '{out.name}' is declared "
-                      f"{list(out.shape)}")
+                      f"{list(out.shape)} [rule output-shape]")
 
     def output_count(self, n):
         if len(self.outputs) != n:
-            self.fail(f"has {len(self.outputs)} outputs; {self.op} has {n}")
+            self.fail(f"has {len(self.outputs)} outputs; {self.op} has {n} [rule output-shape]")
 
     def axis(self, axis, rank, what="axis"):
         """A possibly negative axis, normalised to [0, rank)."""

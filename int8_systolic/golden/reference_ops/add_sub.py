@@ -79,7 +79,7 @@ def _finish(raw, p, rounding=None):
     else:
         out = multiply_by_quantized_multiplier_smaller_than_one_exp(
             wrap_int32(raw), p["output_multiplier"], p["output_shift"], rounding).astype(np.int64)
-    out = wrap_int32(out + p["output_offset"]).astype(np.int64)
+    out = np.asarray(wrap_int32(out + p["output_offset"]), np.int64)   # an array even for scalar (shape []) operands
     np.maximum(out, p["quantized_activation_min"], out=out)
     return [np.minimum(out, p["quantized_activation_max"], out=out).astype(np.int8)]
 

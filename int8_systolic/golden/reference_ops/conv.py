@@ -36,7 +36,7 @@ def prepare(ctx):
     bias_type = ctx.option("quantizedBiasType", 0)
     if bias_type not in (0, 2):   # TensorType: 0 (FLOAT32) means unset, 2 is INT32
         ctx.fail(f"option quantized_bias_type is {bias_type}; an int8 layer's bias is INT32 (2), or the option is "
-                 f"unset (0)")
+                 f"unset (0) [rule builtin-options]")
     if np.any(w_t.quantization.zero_point != 0):
         ctx.fail(f"weights '{w_t.name}' have non-zero zero points (the spec requires symmetric int8 weights, "
                  f"zero point 0)")
@@ -62,12 +62,12 @@ def prepare(ctx):
             n, k = w.shape
             size = int(np.prod(x_t.shape))
             if k == 0 or size % k:
-                ctx.fail(f"input of {size} elements does not split into rows of K = {k}")
+                ctx.fail(f"input of {size} elements does not split into rows of K = {k} [rule mac-operands]")
             _weight_axis(ctx, w_t, 0, n)
             _bias_length(ctx, b_t, n)
             if int(np.prod(out_t.shape)) != size // k * n or (out_t.shape and out_t.shape[-1] != n):
                 ctx.fail(f"computes {size // k} rows of {n} outputs, but tensor '{out_t.name}' is declared "
-                         f"{list(out_t.shape)}")
+                         f"{list(out_t.shape)} [rule output-shape]")
             params = ops.fully_connected_params(w.shape, weight_scale=w_scale, **quant)
             return {"kind": ctx.op, "params": params, "geometry": {}, "k": int(k),
                     "output_shape": tuple(out_t.shape),
@@ -82,7 +82,7 @@ def prepare(ctx):
             channels, kh, kw = w.shape[0], w.shape[1], w.shape[2]
             if w.shape[3] != cin:
                 ctx.fail(f"weights '{w_t.name}' {list(w.shape)} (OHWI) take {w.shape[3]} input channels, but input "
-                         f"'{x_t.name}' has {cin} (grouped convolution is not supported)")
+                         f"'{x_t.name}' has {cin} (grouped convolution is not supported) [rule mac-operands]")
             axis = 0
         else:
             channels, kh, kw = w.shape[3], w.shape[1], w.shape[2]
@@ -90,7 +90,7 @@ def prepare(ctx):
             multiplier = option or (channels // cin if cin else 0)
             if w.shape[0] != 1 or multiplier < 1 or channels != cin * multiplier:
                 ctx.fail(f"weights '{w_t.name}' {list(w.shape)} must be [1, KH, KW, C * depth_multiplier] with "
-                         f"C = {cin} input channels and depth_multiplier {option or '(unset)'}")
+                         f"C = {cin} input channels and depth_multiplier {option or '(unset)'} [rule mac-operands]")
             geometry["depth_multiplier"] = multiplier
             axis = 3
         _weight_axis(ctx, w_t, axis, channels)
@@ -99,7 +99,7 @@ def prepare(ctx):
                   for n, f, st, d in zip((h, wd), (kh, kw), geometry["stride"], geometry["dilation"], strict=True)]
         if min(out_hw) < 1:
             ctx.fail(f"the {kh}x{kw} filter (dilation {geometry['dilation'][0]}x{geometry['dilation'][1]}) does not "
-                     f"fit in the {h}x{wd} input with {geometry['padding']} padding")
+                     f"fit in the {h}x{wd} input with {geometry['padding']} padding [rule geometry]")
         ctx.output_shape((batch, *out_hw, channels))
         scale = w_scale.reshape(()) if w_scale.size == 1 else w_scale   # per tensor, stored as per axis or not
         params = ops.conv_params(weight_scale=scale, channels=channels, **quant)
@@ -119,13 +119,13 @@ def _weight_axis(ctx, w_t, axis, channels):
     if q.axis != axis or q.scale.size != channels:
         ctx.fail(f"weights '{w_t.name}' {list(w_t.shape)} are quantized per axis on dimension {q.axis} with "
                  f"{q.scale.size} scales; {ctx.op} needs one scale per output channel on dimension {axis} "
-                 f"({channels})")
+                 f"({channels}) [rule weights-axis]")
 
 
 def _bias_length(ctx, b_t, channels):
     if b_t is not None and tuple(b_t.shape) != (channels,):
         ctx.fail(f"bias '{b_t.name}' has shape {list(b_t.shape)}; it needs one int32 per output channel "
-                 f"[{channels}]")
+                 f"[{channels}] [rule bias-length]")
 
 
 def eval_mac(p, inputs, return_stages=False):

@@ -27,7 +27,7 @@ def prepare(ctx):
     oh, ow = (compute_out_size(padding, n, f, st) for n, f, st in zip((h, w), filter_size, stride, strict=True))
     if oh < 1 or ow < 1:
         ctx.fail(f"the {filter_size[0]}x{filter_size[1]} window does not fit in the {h}x{w} input with {padding} "
-                 f"padding")
+                 f"padding [rule geometry]")
     ctx.output_shape((b, oh, ow, c))
     return {"filter_size": filter_size, "stride": stride, "padding": padding,
             "quantized_activation_min": act_min, "quantized_activation_max": act_max}

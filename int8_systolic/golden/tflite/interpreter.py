@@ -132,6 +132,9 @@ class Interpreter:
             # itself aborts (a SOFTMAX row of >= 512 equal values).
             rng = np.random.default_rng(0)
             values = {}
+            # integer (non-activation) tensors whose values come from a graph input: unknown until invoke, so an op
+            # that reads one (a RESHAPE to a shape the caller passes) has no dry run
+            unknown = {ti for ti in sg.inputs if sg.tensors[ti].type in ("INT32", "INT64", "BOOL")}
             for op in sg.operators:
                 where = self.model.where(sg.index, op.index)
                 if op.op in VARIABLE_OPS:
@@ -144,9 +147,18 @@ class Interpreter:
                 ctx = OpContext(op.op, op.index, op.options,
                                 [None if i == -1 else sg.tensors[i] for i in op.inputs],
                                 [sg.tensors[i] for i in op.outputs], where, ModelError, self.rounding)
-                params = self.params[sg.index, op.index] = kernel.prepare(ctx)
+                try:
+                    params = self.params[sg.index, op.index] = kernel.prepare(ctx)
+                except ModelError:
+                    raise
+                except ValueError as exc:   # a golden helper's argument check (a NaN alpha...): the op named
+                    raise ModelError(f"{where}: {exc}") from exc
                 if kernel.mac:   # its Prepare checked the output shape
                     values[op.outputs[0]] = _dry_value(sg.tensors[op.outputs[0]], rng)
+                    continue
+                if unknown.intersection(op.inputs):
+                    unknown.update(op.outputs)
+                    values.update((ti, _dry_value(sg.tensors[ti], rng)) for ti in op.outputs)
                     continue
                 inputs = [None if i == -1 else sg.tensors[i].data if sg.tensors[i].data is not None
                           else values[i] if i in values else _dry_value(sg.tensors[i], rng) for i in op.inputs]
@@ -156,7 +168,7 @@ class Interpreter:
                     raise
                 except ValueError as exc:
                     raise ModelError(f"{where}: {exc}") from exc
-                self._check_outputs(sg, op, outputs, where)
+                self._check_outputs(sg, op, outputs, where, rule=True)
                 values.update(zip(op.outputs, outputs, strict=True))
                 if kernel.unary and ctx.inputs[0].type == "INT8":
                     # An element-wise op of one int8 value is its table: Eval on all 256 inputs, once.
@@ -164,14 +176,15 @@ class Interpreter:
                     self._tables[sg.index, op.index] = by_uint8(
                         kernel.eval(params, [np.arange(-128, 128, dtype=np.int8)])[0])
 
-    def _check_outputs(self, sg, op, outputs, where):
+    def _check_outputs(self, sg, op, outputs, where, rule=False):
+        tag = " [rule output-shape]" if rule else ""
         if len(outputs) != len(op.outputs):
-            raise ModelError(f"{where}: computes {len(outputs)} outputs but the operator has {len(op.outputs)}")
+            raise ModelError(f"{where}: computes {len(outputs)} outputs but the operator has {len(op.outputs)}{tag}")
         for ti, out in zip(op.outputs, outputs, strict=True):
             t = sg.tensors[ti]
             if out.shape != t.shape or (t.dtype is not None and out.dtype != t.dtype):
                 raise ModelError(f"{where}: computes {out.dtype}{list(out.shape)} but tensor '{t.name}' is declared "
-                                 f"{t.type}{list(t.shape)}")
+                                 f"{t.type}{list(t.shape)}{tag}")
 
     def _compile(self, sg):
         """Subgraph 0 as a flat list of (function, input indices, output indices, output shapes and dtypes), for

@@ -140,6 +140,8 @@ def load_model(source, name=None):
             for i in ins + outs:
                 if i != -1 and not 0 <= i < len(tensors):
                     _fail(path, f"{where} ({opname}): tensor index {i} out of range ({len(tensors)} tensors)")
+            if -1 in outs:   # -1 marks an omitted optional input; an output cannot be omitted
+                _fail(path, f"{where} ({opname}): output tensor index -1 (only an optional input may be omitted)")
             operators.append(Operator(oi, opname, oc.version, ins, outs, op.builtinOptions, op.builtinOptionsType))
         ios = [int(i) for i in (sg.inputs if sg.inputs is not None else [])], \
               [int(i) for i in (sg.outputs if sg.outputs is not None else [])]
@@ -170,7 +172,8 @@ def _tensor(path, si, ti, t, buffers, raw):
     data = None
     buf = buffers[t.buffer] if buffers else None
     if buf is not None:
-        if buf.data is not None and len(buf.data):
+        if buf.data is not None and (len(buf.data) or _count(shape) == 0):
+            # (a present but empty buffer of a zero-element tensor is a constant too: RESHAPE's shape int32[0])
             content = np.asarray(buf.data, dtype=np.uint8).tobytes()
         elif buf.offset > 1:  # large models keep buffers after the flatbuffer
             if buf.offset + buf.size > len(raw):

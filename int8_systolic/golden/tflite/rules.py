@@ -22,7 +22,7 @@ import numpy as np
 from .builder import schema
 from .model import ModelError
 
-__all__ = ["MAX_TENSOR_BYTES", "MAX_TOTAL_BYTES", "OPTIONS", "RULES", "Rule", "check_model"]
+__all__ = ["MAX_TENSOR_BYTES", "MAX_TOTAL_BYTES", "OPTIONS", "PREPARE_RULES", "RULES", "Rule", "check_model"]
 
 # A documented cap, not the machine's memory: the largest tensor of the bundled models is 27 KB (VWW's
 # 96x96x3 input), and the golden model holds every tensor of an inference at once.
@@ -154,6 +154,23 @@ def _variable_ops(model, fail):
                 if sg.tensors[ti].type != "RESOURCE":
                     fail(where, f"{_tensor_label(sg.tensors[ti])} is {sg.tensors[ti].type}; a variable's handle "
                                 f"is a RESOURCE tensor")
+    # every value assigned to or read from one variable (its shared name) has one type and size
+    seen = {}
+    for sg in model.subgraphs:
+        names = {op.outputs[0]: getattr(op.options, "sharedName", None) for op in sg.operators
+                 if op.op == "VAR_HANDLE"}
+        for op in sg.operators:
+            if op.op not in ("READ_VARIABLE", "ASSIGN_VARIABLE") or op.inputs[0] not in names:
+                continue
+            t = sg.tensors[op.outputs[0] if op.op == "READ_VARIABLE" else op.inputs[1]]
+            form = (t.type, int(np.prod(t.shape, dtype=object) if t.shape else 1))
+            name = names[op.inputs[0]]
+            name = name.decode(errors="replace") if isinstance(name, bytes) else name
+            first = seen.setdefault(name, (form, f"subgraph {sg.index}, operator {op.index} ({op.op})", t))
+            if first[0] != form:
+                fail(_where(model, sg.index, op.index),
+                     f"{'reads' if op.op == 'READ_VARIABLE' else 'assigns'} variable {name!r} as {_tensor_label(t)}, "
+                     f"{t.type}{list(t.shape)}, but {first[1]} uses it as {first[2].type}{list(first[2].shape)}")
 
 
 def _subgraph_index(model, fail):
@@ -203,7 +220,8 @@ def _operator_order(model, fail):
 
 def _graph_outputs(model, fail):
     for sg in model.subgraphs:
-        written = {ti for op in sg.operators for ti in op.outputs} | set(sg.inputs)
+        written = {ti for op in sg.operators for ti in op.outputs} | set(sg.inputs) | \
+            {t.index for t in sg.tensors if t.data is not None or t.is_variable}
         for ti in sg.outputs:
             if ti not in written:
                 fail(_where(model, sg.index), f"graph output {_tensor_label(sg.tensors[ti])} is written by no "
@@ -219,13 +237,29 @@ RULES = (
                             "would read as invalid zeros must carry them", _options),
     Rule("subgraph-index", "CALL_ONCE names another subgraph of the model", _subgraph_index),
     Rule("variable-ops", "VAR_HANDLE, READ_VARIABLE, ASSIGN_VARIABLE and CALL_ONCE have their operands, handles "
-                         "being RESOURCE tensors", _variable_ops),
+                         "being RESOURCE tensors, and every value read from or assigned to one variable has one type "
+                         "and size", _variable_ops),
     Rule("single-writer", "no tensor is written by two operators, and no operator writes a constant or a graph "
                           "input", _writers),
     Rule("operator-order", "every tensor an operator reads is a constant, a graph input, a variable, or the output "
                            "of an earlier operator (no use before definition, no cycle)", _operator_order),
-    Rule("graph-outputs", "every graph output is written by an operator (or is a graph input)", _graph_outputs),
+    Rule("graph-outputs", "every graph output is written by an operator (or is a graph input, a constant or a "
+                          "variable)", _graph_outputs),
 )
+
+
+# The rules each operator's Prepare checks (golden.reference_ops), named in their messages the same way.
+PREPARE_RULES = {
+    "geometry": "strides, dilations and pool filters are integers >= 1, the padding is SAME or VALID, and the "
+                "(dilated) filter or window fits the input",
+    "mac-operands": "a MAC layer's input channels match its weights (CONV_2D: no groups; DEPTHWISE_CONV_2D: C x "
+                    "depth_multiplier; FULLY_CONNECTED: the input splits into rows of K)",
+    "weights-axis": "per-channel weights are quantized on the op's channel dimension (CONV_2D 0, DEPTHWISE_CONV_2D 3, "
+                    "FULLY_CONNECTED 0) with one scale per output channel",
+    "bias-length": "a MAC layer's bias holds one int32 per output channel",
+    "output-shape": "every output's declared shape (and the number of outputs) is what the op computes from its "
+                    "inputs: computed directly for the MAC layers and pools, by a dry run of Eval for the rest",
+}
 
 
 def check_model(model):

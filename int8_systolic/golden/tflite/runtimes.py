@@ -15,6 +15,12 @@ import numpy as np
 __all__ = ["TflmModel", "run_litert_reference", "run_tflm", "tflm_arena_size", "tflm_verdict"]
 
 
+def _contiguous(x):
+    """``x`` as a C-contiguous array; unlike np.ascontiguousarray, a 0-d array stays 0-d."""
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else x.copy(order="C")
+
+
 def tflm_arena_size(model_bytes, inputs):
     """A tensor arena large enough for a single-op model: model + inputs, doubled, plus slack."""
     return 2 * (len(model_bytes) + sum(np.asarray(x).nbytes for x in inputs)) + 256 * 1024
@@ -26,7 +32,7 @@ def run_tflm(model_bytes, inputs, *, num_outputs=1):
 
     interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=tflm_arena_size(model_bytes, inputs))
     for i, x in enumerate(inputs):
-        interp.set_input(np.ascontiguousarray(x), i)
+        interp.set_input(_contiguous(x), i)
     interp.invoke()
     return [np.array(interp.get_output(i)) for i in range(num_outputs)]
 
@@ -79,7 +85,7 @@ def run_litert_reference(model_bytes, inputs):
                          experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
     interp.allocate_tensors()
     for detail, x in zip(interp.get_input_details(), inputs, strict=True):
-        interp.set_tensor(detail["index"], np.ascontiguousarray(x))
+        interp.set_tensor(detail["index"], _contiguous(x))
     interp.invoke()
     return [np.array(interp.get_tensor(d["index"])) for d in interp.get_output_details()]
 
@@ -95,7 +101,7 @@ class TflmModel:
 
     def invoke(self, inputs):
         for i, x in enumerate(inputs):
-            self._interp.set_input(np.ascontiguousarray(x), i)
+            self._interp.set_input(_contiguous(x), i)
         self._interp.invoke()
 
     def tensor(self, index, subgraph=0):
