@@ -38,7 +38,8 @@ def main(argv=None):
         return 0 if argv else 2
     name, rest = argv[0], argv[1:]
     if name not in COMMANDS:
-        print(f"int8-systolic: unknown subcommand {name!r}; one of {', '.join(COMMANDS)}\n\n{usage()}", file=sys.stderr)
+        print(f"int8-systolic: error: unknown subcommand {name!r}; one of {', '.join(COMMANDS)} (see --help)",
+              file=sys.stderr)
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     return module.main(rest, prog=f"int8-systolic {name}")

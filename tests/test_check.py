@@ -80,6 +80,7 @@ WEIGHTS_128[0, 0, 0, 0] = -128
 # (id, model, the clause that must fail, whether TFLM tolerates that failure)
 BROKEN = [
     ("unknown opcode", unknown_opcode(), "known operator", False),
+    ("add without inputs", single_op_model("ADD", [], [q((4,))]), "operands", False),
     ("activation scale 0", single_op_model("ADD", [q((4,), s=0.0), q((4,))], [q((4,))]), "scale value", False),
     ("output scale NaN", single_op_model("ADD", [q((4,)), q((4,))], [q((4,), s=float("nan"))]), "scale value",
      False),

@@ -224,6 +224,8 @@ def _golden_then(change):
      "output 0: the DUT returned dtype float64; the case's output is int8"),
     (lambda out: [None], "output 0: the DUT returned NoneType, not an array"),
     (lambda out: "ADD", "the DUT returned a str"),
+    (lambda out: [[[1, 2], [3]]], "output 0: the DUT returned something that is not an array"),
+    (lambda out: [np.array([object(), object()])], "output 0: the DUT returned an array of Python objects"),
 ])
 def test_a_dut_returning_the_wrong_kind_of_thing_is_an_error_of_that_case(pack_dir, change, message):
     result = run(pack_dir, _golden_then(change), ops=["ADD", "TRANSPOSE"], progress=False)
@@ -298,6 +300,14 @@ def test_a_missing_truncated_or_foreign_npy_names_the_file(pack_dir, tmp_path, d
                                            r"it again with `int8-systolic conformance make`"),
     (lambda m: m.update(format="something-else"), r"format 'something-else', not an 'int8-systolic-conformance'"),
     (lambda m: m["checksums"].pop(m["cases"][0]["model"]), r"has no checksum in the manifest"),
+    (lambda m: m["cases"][0].update(model=["a list"]), r"case '.*': 'model' must be a str, got list"),
+    (lambda m: next(c for c in m["cases"] if "variants" in c).update(variants=["double"]),
+     r"case '.*': 'variants' must be a dict, got list"),
+    (lambda m: next(c for c in m["cases"] if "variants" in c)["variants"].pop("single"),
+     r"case '.*': 'variants' must give double, single"),
+    (lambda m: m["checksums"].update({"../outside.npy": "0" * 64}), r"checksum entry '../outside.npy': a path inside "
+                                                                    r"the pack"),
+    (lambda m: m["cases"][0]["outputs"].clear(), r"case '.*': no expected outputs"),
 ])
 def test_a_malformed_manifest_is_refused_with_the_key_named(pack_dir, tmp_path, edit, message, capsys):
     root = _copy(pack_dir, tmp_path)

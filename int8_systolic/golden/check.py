@@ -15,6 +15,7 @@ The clauses (the spec's op table, docs/spec-table.md):
 clause                      what is checked
 ==========================  ==============================================================
 known operator              the opcode is a TFLite builtin (or a named CUSTOM op, n/a)
+operands                    an op of the table has its input 0 and an output
 data type                   activations int8, weights int8, bias int32
 scale value                 every scale of an activation, weights or bias is positive and finite
 weights present             a MAC op (CONV_2D, DEPTHWISE_CONV_2D, FULLY_CONNECTED) has weights
@@ -55,7 +56,7 @@ from int8_systolic.golden.tflite.model import load_model
 
 __all__ = ["CLAUSES", "Finding", "check_model", "main"]
 
-CLAUSES = ("known operator", "data type", "scale value", "weights present", "activation per tensor",
+CLAUSES = ("known operator", "operands", "data type", "scale value", "weights present", "activation per tensor",
            "zero point range", "weights value range", "weights zero point", "weights granularity", "bias zero point",
            "bias scale", "bias granularity", "fixed output", "same quantization")
 
@@ -127,14 +128,19 @@ class _Checker:
             self.findings.append(Finding(self.si, op.index, name, "", "", "known operator", "FAIL",
                                          f"{name} is not a TFLite builtin operator"))
             return self.findings
-        edge = name == "QUANTIZE" and {self.tensors[op.inputs[0]].type, self.tensors[op.outputs[0]].type} != {"INT8"}
+        inputs = [self.tensor(i) for i in op.inputs]
+        outputs = [self.tensors[i] for i in op.outputs]     # the loader refuses an output index of -1
+        if name in SPEC_OPS and (not inputs or inputs[0] is None or not outputs):
+            self.findings.append(Finding(self.si, op.index, name, "", "", "operands", "FAIL",
+                                         f"{name} has {len(inputs)} inputs (input 0 "
+                                         f"{'omitted' if inputs else 'absent'}) and {len(outputs)} outputs"))
+            return self.findings
+        edge = name == "QUANTIZE" and {inputs[0].type, outputs[0].type} != {"INT8"}
         if name not in SPEC_OPS or edge:
             why = ("a QUANTIZE between types (the table's QUANTIZE is int8 requantization)" if edge
                    else "not in the spec's op table")
             self.findings.append(Finding(self.si, op.index, name, "", "", "(all)", "n/a", why))
             return self.findings
-        inputs = [self.tensor(i) for i in op.inputs]
-        outputs = [self.tensors[i] for i in op.outputs]
         self.roles = {f"input {i}": t.type for i, t in enumerate(inputs) if t is not None}
         self.roles.update({f"output {i}": t.type for i, t in enumerate(outputs)})
         act_inputs = [0, 1] if name in TWO_INPUTS else list(range(len(inputs))) if name == "CONCATENATION" else [0]

@@ -69,6 +69,8 @@ class PackCase:
         """Expected outputs; for a MAC case and another variant, output 0 replaced by that variant's."""
         outs = [self._load(e) for e in self.record["outputs"]]
         if variant != "double" and "variants" in self.record:
+            if variant not in self.record["variants"]:
+                raise PackError(f"{self.root / 'manifest.json'}: case {self.id!r} has no {variant!r} variant output")
             outs[0] = _load_npy(self.root, self.record["variants"][variant], self.record["outputs"][0])
         return outs
 
@@ -128,20 +130,40 @@ def _check_manifest(root, manifest):
             raise PackError(f"{where}: the key {key!r} is missing or not a {kind.__name__}")
     if not manifest["cases"]:
         raise PackError(f"{where}: the pack has no cases")
+    for rel, digest in manifest["checksums"].items():
+        if not _inside(rel) or not isinstance(digest, str):
+            raise PackError(f"{where}: checksum entry {rel!r}: a path inside the pack and a SHA-256 hex string are "
+                            f"expected")
     for i, case in enumerate(manifest["cases"]):
         if not isinstance(case, dict):
             raise PackError(f"{where}: case {i} is not a JSON object")
         missing = [k for k in _CASE_KEYS if k not in case]
         if missing:
             raise PackError(f"{where}: case {case.get('id', i)!r} lacks {', '.join(repr(k) for k in missing)}")
+        what = f"{where}: case {case['id']!r}"
+        for key, kind in (("id", str), ("op", str), ("description", str), ("model", str), ("tags", list),
+                          ("params", dict), ("options", dict), ("variants", dict)):
+            if key in case and not isinstance(case[key], kind):
+                raise PackError(f"{what}: {key!r} must be a {kind.__name__}, got {type(case[key]).__name__}")
+        if "variants" in case and sorted(case["variants"]) != sorted(VARIANTS):
+            raise PackError(f"{what}: 'variants' must give {', '.join(VARIANTS)}, got {', '.join(case['variants'])}")
         files = [case["model"], *case.get("variants", {}).values()]
         for key in ("inputs", "constants", "outputs"):
-            if not isinstance(case[key], list) or not all(isinstance(e, dict) and "file" in e for e in case[key]):
-                raise PackError(f"{where}: case {case['id']!r}: {key!r} must be a list of entries with a 'file'")
+            if not isinstance(case[key], list) or not all(isinstance(e, dict) and isinstance(e.get("file"), str)
+                                                          for e in case[key]):
+                raise PackError(f"{what}: {key!r} must be a list of entries with a 'file'")
             files += [e["file"] for e in case[key]]
+        if not case["outputs"]:
+            raise PackError(f"{what}: no expected outputs")
         for rel in files:
-            if rel not in manifest["checksums"]:
-                raise PackError(f"{where}: case {case['id']!r}: {rel} has no checksum in the manifest")
+            if not isinstance(rel, str) or rel not in manifest["checksums"]:
+                raise PackError(f"{what}: {rel} has no checksum in the manifest")
+
+
+def _inside(rel):
+    """A manifest path stays inside the pack: relative, no '..'."""
+    path = pathlib.PurePosixPath(rel) if isinstance(rel, str) else None
+    return path is not None and not path.is_absolute() and ".." not in path.parts and str(path) not in ("", ".")
 
 
 def _verify_checksums(root, checksums):
@@ -172,7 +194,12 @@ def load_pack(path):
         raise PackError(f"{root / 'manifest.json'}: cannot be read ({exc.strerror})") from None
     _check_manifest(root, manifest)
     _verify_checksums(root, manifest["checksums"])
-    return Pack(root, manifest)
+    pack = Pack(root, manifest)
+    for pc in pack.cases:   # every array readable, of its manifest type and shape, before any DUT runs
+        pc.dut_case()
+        pc.expected()
+        pc.variant_outputs()
+    return pack
 
 
 @dataclasses.dataclass
@@ -267,7 +294,12 @@ def _outputs(got, want):
     for j, g in enumerate(got):
         if g is None or isinstance(g, (str, bytes, dict)):
             return None, f"output {j}: the DUT returned {type(g).__name__}, not an array"
-        g = np.asarray(g)
+        try:
+            g = np.asarray(g)
+        except (ValueError, TypeError) as exc:   # a ragged nested list...
+            return None, f"output {j}: the DUT returned something that is not an array ({exc})"
+        if g.dtype == object:
+            return None, f"output {j}: the DUT returned an array of Python objects, not numbers"
         w = want[j] if j < len(want) else None
         kinds = {"i": "iu", "u": "iu", "f": "f", "b": "b"}
         if w is not None and g.dtype.kind not in kinds.get(w.dtype.kind, w.dtype.kind):
