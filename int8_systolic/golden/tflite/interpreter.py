@@ -269,7 +269,7 @@ class Interpreter:
         self.macs = []
         yield from self._run(0, values)
         self.tensors = values
-        return [values[i] for i in sg.outputs]
+        return [self._value(sg, values, i) for i in sg.outputs]   # (a constant may be a graph output)
 
     def _value(self, sg, values, ti):
         if ti == -1:
