@@ -1,0 +1,169 @@
+"""AXI4 read master: reads of any length from memory, as INCR bursts, to a stream of data beats.
+
+The memory engine's read port. A command (``cmd`` stream: byte ``addr``, byte ``length``)
+becomes INCR bursts of at most ``max_burst`` beats that never cross a 4 KB boundary, with up to
+``max_outstanding`` bursts in flight, so a memory latency of tens of cycles is hidden: at full
+rate the port moves one beat per cycle. The beats come out on ``data`` in order (one ID), each
+with ``last`` on a command's final beat.
+
+Contract:
+
+- A command must be aligned to the bus (``addr`` and ``length`` multiples of the data width in
+  bytes), ``length >= 1`` beat, and lie inside the read window: ``win_base <= addr`` and
+  ``addr + length <= win_limit``. One that is not is never issued: ``error`` pulses for a cycle
+  with its reason (``ERRORS``) and the command is dropped (no beat comes out for it). A bus
+  master never reads outside the window it was given.
+- ``rready`` is always high: a burst is issued only when the beat buffer (``buffer_beats``,
+  ``max_outstanding * max_burst`` by default) has room for all of its beats, counting those in
+  flight, so the R channel is never held off by ``data.ready``.
+- A beat whose RRESP is not OKAY is still delivered; ``rresp_error`` pulses with it.
+- ``idle`` is high when no command is being split, no burst is in flight and the buffer is
+  empty. ``bytes_read`` counts every beat taken from the bus.
+
+AXI: ARID 0, ARSIZE the bus width, ARBURST INCR, ARCACHE 0b0011 (normal, non-cacheable,
+bufferable), ARPROT 0; the AR payload is held stable while ARVALID waits for ARREADY.
+Latency: the first AR leaves 2 cycles after a command is taken; a beat leaves on ``data`` the
+cycle after it is taken from the bus (the buffer's first word falls through).
+"""
+
+from amaranth import Cat, Module, Mux, Shape, Signal
+from amaranth.lib import data, fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+__all__ = ["ERRORS", "AxiReader", "axi4_read_members"]
+
+# error reasons, as bits of ``error``
+ERRORS = {"misaligned": 0, "empty": 1, "window": 2}
+
+
+def axi4_read_members(data_width, addr_width=32, prefix="m_axi_"):
+    """An AXI4 master's read-address and read-data channel ports (flat, with the AMBA names)."""
+    return {
+        f"{prefix}arid": Out(1), f"{prefix}araddr": Out(addr_width), f"{prefix}arlen": Out(8),
+        f"{prefix}arsize": Out(3), f"{prefix}arburst": Out(2), f"{prefix}arcache": Out(4), f"{prefix}arprot": Out(3),
+        f"{prefix}arvalid": Out(1), f"{prefix}arready": In(1),
+        f"{prefix}rid": In(1), f"{prefix}rdata": In(data_width), f"{prefix}rresp": In(2), f"{prefix}rlast": In(1),
+        f"{prefix}rvalid": In(1), f"{prefix}rready": Out(1),
+    }
+
+
+def command_layout(length_width=24):
+    return data.StructLayout({"addr": 32, "length": length_width})
+
+
+class AxiReader(wiring.Component):
+    """AXI4 read master (see the module docstring).
+
+    ``data_width``: 32, 64 or 128 bits; ``max_burst``: beats per burst, 1 to 256; ``max_outstanding``:
+    bursts in flight, >= 1; ``length_width``: bits of a command's byte length.
+    """
+
+    def __init__(self, data_width=64, *, max_burst=16, max_outstanding=4, length_width=24, buffer_beats=None):
+        buffer_beats = max_outstanding * max_burst if buffer_beats is None else buffer_beats
+        for ok, message in (
+                (data_width in (32, 64, 128), f"data_width must be 32, 64 or 128 bits, got {data_width!r}"),
+                (isinstance(max_burst, int) and 1 <= max_burst <= 256,
+                 f"max_burst must be an integer in [1, 256] beats, got {max_burst!r}"),
+                (isinstance(max_outstanding, int) and max_outstanding >= 1,
+                 f"max_outstanding must be an integer >= 1, got {max_outstanding!r}"),
+                (isinstance(buffer_beats, int) and buffer_beats >= max_burst,
+                 f"buffer_beats must be an integer >= max_burst ({max_burst}), got {buffer_beats!r}")):
+            if not ok:
+                self._MustUse__silence = True  # a refused object is not an unused design
+                raise ValueError(message)
+        self.data_width, self.max_burst, self.max_outstanding = data_width, max_burst, max_outstanding
+        self.buffer_beats, self.length_width = buffer_beats, length_width
+        self.bytes = data_width // 8
+        super().__init__({
+            "cmd": In(stream.Signature(command_layout(length_width))),
+            "data": Out(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
+            "win_base": In(32), "win_limit": In(33),
+            "error": Out(len(ERRORS)), "rresp_error": Out(1), "idle": Out(1), "bytes_read": Out(32),
+            **axi4_read_members(data_width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        size_log2 = Shape.cast(range(self.bytes)).width       # log2(bytes)
+        beat_width = self.length_width - size_log2 + 1
+        burst_width = Shape.cast(range(self.max_burst + 1)).width
+
+        # --- the command being split into bursts ---
+        active = Signal()
+        addr = Signal(32)
+        beats_left = Signal(beat_width)
+
+        # commands are checked in the cycle they are taken; a bad one only raises `error`
+        cmd = self.cmd.payload
+        end = Signal(34)
+        m.d.comb += end.eq(cmd.addr + cmd.length)
+        misaligned = Signal()
+        m.d.comb += misaligned.eq(((cmd.addr | cmd.length) & (self.bytes - 1)) != 0)
+        empty = Signal()
+        m.d.comb += empty.eq(cmd.length == 0)
+        outside = Signal()
+        m.d.comb += outside.eq((cmd.addr < self.win_base) | (end > self.win_limit))
+        m.d.comb += self.cmd.ready.eq(~active)
+        m.d.sync += self.error.eq(0)
+        with m.If(self.cmd.valid & self.cmd.ready):
+            with m.If(misaligned | empty | outside):
+                m.d.sync += self.error.eq(Mux(misaligned, 1 << ERRORS["misaligned"],
+                                              Mux(empty, 1 << ERRORS["empty"], 1 << ERRORS["window"])))
+            with m.Else():
+                m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(cmd.length >> size_log2)]
+
+        # --- the beat buffer: every beat of every burst in flight has a place reserved ---
+        buf = m.submodules.buffer = fifo.SyncFIFOBuffered(width=self.data_width + 1, depth=self.buffer_beats)
+        reserved = Signal(range(self.buffer_beats + 1))   # beats in flight or in the buffer
+
+        # --- AR: the next burst of the active command ---
+        to_boundary = Signal(13 - size_log2 + 1)
+        m.d.comb += to_boundary.eq((4096 - addr[:12]) >> size_log2)
+        burst = Signal(burst_width)
+        limit = Signal(beat_width)
+        m.d.comb += limit.eq(Mux(beats_left < self.max_burst, beats_left, self.max_burst))
+        m.d.comb += burst.eq(Mux(to_boundary < limit, to_boundary, limit))
+        room = Signal()
+        m.d.comb += room.eq(self.buffer_beats - reserved >= burst)
+        # one entry per burst in flight (so its depth bounds them): is the burst its command's last?
+        lasts = m.submodules.lasts = fifo.SyncFIFO(width=1, depth=self.max_outstanding)
+
+        arvalid = Signal()
+        issue = Signal()
+        m.d.comb += issue.eq(active & ~arvalid & room & lasts.w_rdy)
+        ar_taken = Signal()
+        m.d.comb += ar_taken.eq(arvalid & self.m_axi_arready)
+        with m.If(issue):
+            m.d.sync += [
+                arvalid.eq(1), self.m_axi_araddr.eq(addr), self.m_axi_arlen.eq(burst - 1),
+                addr.eq(addr + (burst << size_log2)), beats_left.eq(beats_left - burst),
+            ]
+            with m.If(beats_left == burst):
+                m.d.sync += active.eq(0)
+        with m.Elif(ar_taken):
+            m.d.sync += arvalid.eq(0)
+        m.d.comb += [lasts.w_en.eq(issue), lasts.w_data.eq(beats_left == burst)]
+        m.d.comb += [
+            self.m_axi_arvalid.eq(arvalid), self.m_axi_arid.eq(0), self.m_axi_arsize.eq(size_log2),
+            self.m_axi_arburst.eq(0b01), self.m_axi_arcache.eq(0b0011), self.m_axi_arprot.eq(0),
+        ]
+
+        # --- R: into the buffer; rlast closes a burst ---
+        r_taken = Signal()
+        m.d.comb += [self.m_axi_rready.eq(1), r_taken.eq(self.m_axi_rvalid)]
+        m.d.comb += [buf.w_en.eq(r_taken), buf.w_data.eq(Cat(self.m_axi_rdata, self.m_axi_rlast & lasts.r_data))]
+        m.d.comb += lasts.r_en.eq(r_taken & self.m_axi_rlast)
+        m.d.sync += [self.rresp_error.eq(r_taken & (self.m_axi_rresp != 0))]
+        with m.If(r_taken):
+            m.d.sync += self.bytes_read.eq(self.bytes_read + self.bytes)
+
+        # --- out ---
+        m.d.comb += [
+            self.data.valid.eq(buf.r_rdy), self.data.payload.data.eq(buf.r_data[:self.data_width]),
+            self.data.payload.last.eq(buf.r_data[self.data_width]), buf.r_en.eq(self.data.ready),
+        ]
+        out_taken = Signal()
+        m.d.comb += out_taken.eq(self.data.valid & self.data.ready)
+        m.d.sync += reserved.eq(reserved + Mux(issue, burst, 0) - out_taken)
+        m.d.comb += self.idle.eq(~active & ~lasts.r_rdy & (reserved == 0) & ~arvalid)
+        return m
