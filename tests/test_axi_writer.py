@@ -27,7 +27,7 @@ def run(dut, commands, *, seed, latency, p_aw=0.7, p_w=0.7, p_in=0.8, window=(0,
     mem = bytearray(random.Random(-1).randbytes(MEMORY))   # not zeros: a byte written without its strobe shows
     out = {"errors": [], "bursts": [], "memory": mem}
     beats = []   # the producer's beats: (data, strb) of every good command, in order
-    for (addr, length, payload), ok in zip(commands, good, strict=True):
+    for (_addr, length, payload), ok in zip(commands, good, strict=True):
         if ok:
             for i in range(0, length, nbytes):
                 chunk = payload[i:i + nbytes]
