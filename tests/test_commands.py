@@ -66,7 +66,8 @@ def test_op_names_pack_to_their_codes():
 
 def test_the_page_is_current():
     page = SOURCE / "docs" / "commands.md"
-    assert page.read_text() == commands.markdown(), "docs/commands.md is stale: run `python -m int8_systolic.hw.commands`"
+    stale = "docs/commands.md is stale: run `python -m int8_systolic.hw.commands`"
+    assert page.read_text() == commands.markdown(), stale
 
 
 def test_the_c_header_packs_the_same_bytes(tmp_path):
