@@ -13,7 +13,7 @@ from int8_systolic.hw.export import export, export_axi
 from .ecp5_models import write_ecp5_models
 from .tools import simulator_env
 
-__all__ = ["build_dir", "run_tb"]
+__all__ = ["build_dir", "run_component", "run_tb"]
 
 from ..paths import PACKAGE, SOURCE, build_root
 
@@ -35,8 +35,6 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
     less C++ optimization: a regression's short runs spend most of their time compiling (the 16x16
     model compiles in well under half the time, and simulates as fast).
     """
-    from cocotb_test.simulator import run
-
     if max_col_tiles is None:
         max_col_tiles = max(4, -(-max(max_dim, 16) // cols))
     if dsp != "generic":
@@ -60,6 +58,16 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
         "PYTHONPATH": os.pathsep.join([str(SOURCE), os.environ.get("PYTHONPATH", "")]),
         **(extra_env or {}),
     }
+    _run_cocotb(simulator, sources, verilog.stem, module, build, env, waves=waves, testcase=testcase,
+                optimize=optimize)
+    return [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
+
+
+def _run_cocotb(simulator, sources, toplevel, module, build, env, *, waves=False, testcase=None, optimize=True):
+    """cocotb-test on ``sources`` with the project's simulator set-up (ports public on Verilator, the lint
+    waivers, trusted inertial writes, the optimisation level)."""
+    from cocotb_test.simulator import run
+
     sim_env = simulator_env()
     os.environ["PATH"] = sim_env["PATH"]
     os.environ["MAKEFLAGS"] = sim_env["MAKEFLAGS"]
@@ -70,20 +78,36 @@ def run_tb(simulator, rows, cols, rounding, *, seed=1, problems=4, max_dim=20, p
         # Verilator from optimising the model (the 8x8 array evaluates ~2x slower). The
         # testbench only touches the top-level ports, so only those are made public.
         public = build / "public_ports.vlt"
-        public.write_text(f'`verilator_config\npublic_flat_rw -module "{verilog.stem}" -var "*"\n')
+        public.write_text(f'`verilator_config\npublic_flat_rw -module "{toplevel}" -var "*"\n')
         waivers = PACKAGE / "sim" / "verilator_waivers.vlt"  # the reasoned lint waivers keep the build log quiet
         kwargs["compile_args"] = (["-Wno-fatal", "-O2", "--no-public-flat-rw", str(public), str(waivers)]
                                   + (["--trace-fst", "--trace-structs"] if waves else []))
-    else:
-        kwargs["timescale"] = "1ns/1ps"
-    if simulator == "verilator":
         # cocotb's own Makefile and runner default to trusting inertial writes on Verilator
         # (cocotb 2.0 implemented them in its Verilator loop); cocotb-test does not, and
         # without it every cycle pays an extra ReadWrite callback (~2.5x slower).
         env["COCOTB_TRUST_INERTIAL_WRITES"] = "1"
         kwargs["make_args"] = (["OPT_FAST=-O2", "OPT_GLOBAL=-O2"] if optimize else
                                ["OPT_FAST=-O1", "OPT_GLOBAL=-O1", "OPT_SLOW=-O0"])
-    run(simulator=simulator, verilog_sources=sources, toplevel=verilog.stem, module=module,
+    else:
+        kwargs["timescale"] = "1ns/1ps"
+    run(simulator=simulator, verilog_sources=sources, toplevel=toplevel, module=module,
         sim_build=str(build), work_dir=str(build), extra_env=env, waves=waves, testcase=testcase,
         python_search=[str(SOURCE)], **kwargs)
+
+
+def run_component(simulator, component, name, module, *, tag, extra_env=None, waves=False, optimize=True):
+    """Export an Amaranth ``component`` as module ``name`` into its own build directory and run the cocotb
+    ``module`` on it; returns the result dicts the testbench wrote to ``TB_RESULTS`` (one JSON line each)."""
+    from amaranth.back import verilog as amaranth_verilog
+
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+    build = build_root() / "sim" / f"{simulator}_{tag}_{worker}"
+    build.mkdir(parents=True, exist_ok=True)
+    source = build / f"{name}.v"
+    source.write_text(amaranth_verilog.convert(component, name=name, emit_src=False))
+    results = build / "results.jsonl"
+    results.unlink(missing_ok=True)
+    env = {"TB_RESULTS": str(results),
+           "PYTHONPATH": os.pathsep.join([str(SOURCE), os.environ.get("PYTHONPATH", "")]), **(extra_env or {})}
+    _run_cocotb(simulator, [str(source)], name, module, build, env, waves=waves, optimize=optimize)
     return [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
