@@ -1,0 +1,145 @@
+"""The engine's convolution windows, as the hardware will read them: the reference for its window generator.
+
+A CONV_2D layer's im2col matrix is never stored. For each row tile of ``rows`` output pixels
+(row-major over batch, height, width) and each *run* of the reduction axis, the window generator
+reads from the byte-banked input buffer, for every pixel of the tile, the next ``width`` bytes of
+that pixel's run: a *block* (``hw.transpose`` turns it into up to ``width`` array steps). The
+reduction order is TFLite's (kh, kw, c), the order of OHWI weights flattened, so the weights need
+no reordering.
+
+A run is what is contiguous in an NHWC input: with dilation_w 1, for one kh, the taps kw = 0..KW-1
+and c = 0..C-1 are ``KW * C`` consecutive bytes of one input row (``C`` bytes per kw otherwise). A
+byte whose tap falls outside the input (padding, or a pixel past the layer's last) reads the input
+zero point instead: each read carries a mask.
+
+:func:`blocks` lists the reads (what the hardware generator must produce, cycle for cycle);
+:func:`steps` plays them against an input tensor, and tests/test_windows.py checks the result is
+exactly the im2col matrix of the golden model (:func:`golden.staged.im2col`, TFLite's padding).
+"""
+
+import dataclasses
+
+import numpy as np
+
+from ..golden import staged
+
+__all__ = ["Geometry", "Read", "blocks", "feed_efficiency", "runs", "steps"]
+
+
+@dataclasses.dataclass(frozen=True)
+class Geometry:
+    """A CONV_2D layer's shapes and geometry, as in a command descriptor (SAME/VALID resolved to padding)."""
+
+    batch: int
+    in_h: int
+    in_w: int
+    in_c: int
+    out_h: int
+    out_w: int
+    kernel_h: int
+    kernel_w: int
+    stride_h: int = 1
+    stride_w: int = 1
+    dilation_h: int = 1
+    dilation_w: int = 1
+    pad_top: int = 0
+    pad_left: int = 0
+
+    @classmethod
+    def of(cls, input_shape, filter_hw, stride, dilation, padding):
+        """The geometry TFLite computes for an NHWC input, a filter, stride, dilation and SAME/VALID."""
+        b, h, w, c = input_shape
+        (kh, kw), (sh, sw), (dh, dw) = filter_hw, stride, dilation
+        oh = staged.compute_out_size(padding, h, kh, sh, dh)
+        ow = staged.compute_out_size(padding, w, kw, sw, dw)
+        pt, _ = staged.compute_padding(sh, dh, h, kh, oh)
+        pl, _ = staged.compute_padding(sw, dw, w, kw, ow)
+        return cls(b, h, w, c, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl)
+
+    @property
+    def pixels(self):
+        return self.batch * self.out_h * self.out_w
+
+    @property
+    def k(self):
+        return self.kernel_h * self.kernel_w * self.in_c
+
+
+@dataclasses.dataclass(frozen=True)
+class Read:
+    """One read of a block: ``width`` bytes at byte ``addr`` of the input, byte j replaced by the zero point where
+    bit j of ``pad`` is set (its tap outside the input, or a pixel past the layer's last)."""
+
+    addr: int
+    pad: int
+
+
+def runs(g):
+    """The reduction axis as runs: (kh, kw of the run's first tap, length in bytes), in (kh, kw, c) order."""
+    if g.dilation_w == 1:
+        return [(kh, 0, g.kernel_w * g.in_c) for kh in range(g.kernel_h)]
+    return [(kh, kw, g.in_c) for kh in range(g.kernel_h) for kw in range(g.kernel_w)]
+
+
+def blocks(g, rows, width):
+    """Every block of the layer, in the order the window generator reads them: row tile outer, run, chunk of
+    ``width`` bytes; each block is (its ``rows`` reads, steps). Addresses are byte offsets into the NHWC input."""
+    out = []
+    for mt in range(-(-g.pixels // rows)):
+        pixels = []
+        for i in range(rows):
+            p = mt * rows + i
+            if p >= g.pixels:
+                pixels.append(None)
+                continue
+            b, rem = divmod(p, g.out_h * g.out_w)
+            oy, ox = divmod(rem, g.out_w)
+            pixels.append((b, oy * g.stride_h - g.pad_top, ox * g.stride_w - g.pad_left))
+        for kh, kw0, length in runs(g):
+            for offset in range(0, length, width):
+                n = min(width, length - offset)
+                reads = []
+                for pix in pixels:
+                    if pix is None:
+                        reads.append(Read(0, (1 << width) - 1))
+                        continue
+                    b, y0, x0 = pix
+                    y = y0 + kh * g.dilation_h
+                    pad = 0
+                    for j in range(width):
+                        r = offset + j                      # byte of the run
+                        kw = r // g.in_c if g.dilation_w == 1 else kw0
+                        x = x0 + kw * g.dilation_w
+                        if j >= n or not (0 <= y < g.in_h and 0 <= x < g.in_w):
+                            pad |= 1 << j
+                    # the run's first byte: pixel (y, x0 + kw0 * dilation_w), channel 0, plus the offset
+                    addr = ((b * g.in_h + y) * g.in_w + x0 + kw0 * g.dilation_w) * g.in_c + offset
+                    reads.append(Read(addr, pad))
+                out.append((reads, n))
+    return out
+
+
+def steps(g, x, zero_point, rows, width):
+    """Play :func:`blocks` against the NHWC int8 input ``x`` as the buffer and the transpose would: the array's
+    steps, shape [row tiles, K, rows] (step k of tile mt holds tap k of the tile's pixels)."""
+    flat = np.asarray(x, np.int8).reshape(-1)
+    tiles = []
+    current = []
+    per_tile = sum(-(-length // width) for _, _, length in runs(g))
+    for n_block, (reads, n) in enumerate(blocks(g, rows, width)):
+        block = np.empty((rows, width), np.int8)
+        for i, rd in enumerate(reads):
+            for j in range(width):
+                a = rd.addr + j
+                block[i, j] = zero_point if rd.pad >> j & 1 or not 0 <= a < flat.size else flat[a]
+        current.extend(block[:, k] for k in range(n))
+        if (n_block + 1) % per_tile == 0:
+            tiles.append(np.stack(current))
+            current = []
+    return np.stack(tiles)
+
+
+def feed_efficiency(g, rows, width):
+    """Array steps per read cycle of the window generator over a full row tile (1.0: the array fed at full rate):
+    K steps from ``rows`` reads per block."""
+    return g.k / (rows * sum(-(-length // width) for _, _, length in runs(g)))
