@@ -10,9 +10,10 @@ same one line (argparse's own prints the usage block first) and accepts ``--debu
 
 import argparse
 import functools
+import pathlib
 import sys
 
-__all__ = ["ArgumentParser", "command"]
+__all__ = ["ArgumentParser", "command", "write_outputs"]
 
 # Errors that describe the user's input or set-up (a file, a model, an argument, a missing tool); anything else
 # is also reported in one line, but as an internal error to report.
@@ -59,3 +60,12 @@ def command(prog):
                 return 2
         return wrapper
     return wrap
+
+
+def write_outputs(outputs):
+    """Write each (path, text) of a generator tool (docs, C headers), making folders; print each path."""
+    for path, text in outputs:
+        path = pathlib.Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+        print(path)

@@ -30,7 +30,8 @@ from amaranth import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-__all__ = ["ERRORS", "AxiReader", "axi4_read_members"]
+__all__ = ["ERRORS", "AxiReader", "axi4_read_members", "burst_beats", "check_parameters", "command_error",
+           "command_layout"]
 
 # error reasons, as bits of ``error``
 ERRORS = {"misaligned": 0, "empty": 1, "window": 2}
@@ -47,6 +48,48 @@ def axi4_read_members(data_width, addr_width=32, prefix="m_axi_"):
     }
 
 
+def check_parameters(component, data_width, max_burst, max_outstanding, *extra):
+    """Refuse what an AXI4 master of this module cannot be built with (a ValueError naming the parameter)."""
+    for ok, message in (
+            (data_width in (32, 64, 128), f"data_width must be 32, 64 or 128 bits, got {data_width!r}"),
+            (isinstance(max_burst, int) and 1 <= max_burst <= 256,
+             f"max_burst must be an integer in [1, 256] beats, got {max_burst!r}"),
+            (isinstance(max_outstanding, int) and max_outstanding >= 1,
+             f"max_outstanding must be an integer >= 1, got {max_outstanding!r}"), *extra):
+        if not ok:
+            component._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(message)
+
+
+def command_error(m, cmd, win_base, win_limit, nbytes, *, whole_beats):
+    """The error bits (``ERRORS``, one set at most, 0 for a good command) of ``cmd`` against the window: its
+    address (and, with ``whole_beats``, its length) not a multiple of the bus, no bytes, or outside the window."""
+    end = Signal(34)
+    misaligned, empty, outside = Signal(), Signal(), Signal()
+    unaligned_bits = (cmd.addr | cmd.length) if whole_beats else cmd.addr
+    m.d.comb += [
+        end.eq(cmd.addr + cmd.length),
+        misaligned.eq((unaligned_bits & (nbytes - 1)) != 0),
+        empty.eq(cmd.length == 0),
+        outside.eq((cmd.addr < win_base) | (end > win_limit)),
+    ]
+    return Mux(misaligned, 1 << ERRORS["misaligned"], Mux(empty, 1 << ERRORS["empty"],
+                                                          Mux(outside, 1 << ERRORS["window"], 0)))
+
+
+def burst_beats(m, addr, beats_left, max_burst, size_log2):
+    """The next burst's beats: at most ``max_burst``, what is left, and what fits before the next 4 KB boundary."""
+    to_boundary = Signal(13 - size_log2 + 1)
+    limit = Signal(len(beats_left))
+    burst = Signal(range(max_burst + 1))
+    m.d.comb += [
+        to_boundary.eq((4096 - addr[:12]) >> size_log2),
+        limit.eq(Mux(beats_left < max_burst, beats_left, max_burst)),
+        burst.eq(Mux(to_boundary < limit, to_boundary, limit)),
+    ]
+    return burst
+
+
 def command_layout(length_width=24):
     return data.StructLayout({"addr": 32, "length": length_width})
 
@@ -60,17 +103,9 @@ class AxiReader(wiring.Component):
 
     def __init__(self, data_width=64, *, max_burst=16, max_outstanding=4, length_width=24, buffer_beats=None):
         buffer_beats = max_outstanding * max_burst if buffer_beats is None else buffer_beats
-        for ok, message in (
-                (data_width in (32, 64, 128), f"data_width must be 32, 64 or 128 bits, got {data_width!r}"),
-                (isinstance(max_burst, int) and 1 <= max_burst <= 256,
-                 f"max_burst must be an integer in [1, 256] beats, got {max_burst!r}"),
-                (isinstance(max_outstanding, int) and max_outstanding >= 1,
-                 f"max_outstanding must be an integer >= 1, got {max_outstanding!r}"),
-                (isinstance(buffer_beats, int) and buffer_beats >= max_burst,
-                 f"buffer_beats must be an integer >= max_burst ({max_burst}), got {buffer_beats!r}")):
-            if not ok:
-                self._MustUse__silence = True  # a refused object is not an unused design
-                raise ValueError(message)
+        check_parameters(self, data_width, max_burst, max_outstanding,
+                         (isinstance(buffer_beats, int) and buffer_beats >= max_burst,
+                          f"buffer_beats must be an integer >= max_burst ({max_burst}), got {buffer_beats!r}"))
         self.data_width, self.max_burst, self.max_outstanding = data_width, max_burst, max_outstanding
         self.buffer_beats, self.length_width = buffer_beats, length_width
         self.bytes = data_width // 8
@@ -86,7 +121,6 @@ class AxiReader(wiring.Component):
         m = Module()
         size_log2 = Shape.cast(range(self.bytes)).width       # log2(bytes)
         beat_width = self.length_width - size_log2 + 1
-        burst_width = Shape.cast(range(self.max_burst + 1)).width
 
         # --- the command being split into bursts ---
         active = Signal()
@@ -94,35 +128,22 @@ class AxiReader(wiring.Component):
         beats_left = Signal(beat_width)
 
         # commands are checked in the cycle they are taken; a bad one only raises `error`
-        cmd = self.cmd.payload
-        end = Signal(34)
-        m.d.comb += end.eq(cmd.addr + cmd.length)
-        misaligned = Signal()
-        m.d.comb += misaligned.eq(((cmd.addr | cmd.length) & (self.bytes - 1)) != 0)
-        empty = Signal()
-        m.d.comb += empty.eq(cmd.length == 0)
-        outside = Signal()
-        m.d.comb += outside.eq((cmd.addr < self.win_base) | (end > self.win_limit))
+        error = command_error(m, self.cmd.payload, self.win_base, self.win_limit, self.bytes, whole_beats=True)
         m.d.comb += self.cmd.ready.eq(~active)
         m.d.sync += self.error.eq(0)
         with m.If(self.cmd.valid & self.cmd.ready):
-            with m.If(misaligned | empty | outside):
-                m.d.sync += self.error.eq(Mux(misaligned, 1 << ERRORS["misaligned"],
-                                              Mux(empty, 1 << ERRORS["empty"], 1 << ERRORS["window"])))
+            with m.If(error != 0):
+                m.d.sync += self.error.eq(error)
             with m.Else():
-                m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(cmd.length >> size_log2)]
+                m.d.sync += [active.eq(1), addr.eq(self.cmd.payload.addr),
+                             beats_left.eq(self.cmd.payload.length >> size_log2)]
 
         # --- the beat buffer: every beat of every burst in flight has a place reserved ---
         buf = m.submodules.buffer = fifo.SyncFIFOBuffered(width=self.data_width + 1, depth=self.buffer_beats)
         reserved = Signal(range(self.buffer_beats + 1))   # beats in flight or in the buffer
 
         # --- AR: the next burst of the active command ---
-        to_boundary = Signal(13 - size_log2 + 1)
-        m.d.comb += to_boundary.eq((4096 - addr[:12]) >> size_log2)
-        burst = Signal(burst_width)
-        limit = Signal(beat_width)
-        m.d.comb += limit.eq(Mux(beats_left < self.max_burst, beats_left, self.max_burst))
-        m.d.comb += burst.eq(Mux(to_boundary < limit, to_boundary, limit))
+        burst = burst_beats(m, addr, beats_left, self.max_burst, size_log2)
         room = Signal()
         m.d.comb += room.eq(self.buffer_beats - reserved >= burst)
         # one entry per burst in flight (so its depth bounds them): is the burst its command's last?

@@ -26,11 +26,9 @@ from amaranth import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axi_reader import command_layout
+from .axi_reader import ERRORS, burst_beats, check_parameters, command_error, command_layout
 
 __all__ = ["ERRORS", "AxiWriter", "axi4_write_members"]
-
-ERRORS = {"misaligned": 0, "empty": 1, "window": 2}
 
 
 def axi4_write_members(data_width, addr_width=32, prefix="m_axi_"):
@@ -53,15 +51,7 @@ class AxiWriter(wiring.Component):
     """AXI4 write master (see the module docstring)."""
 
     def __init__(self, data_width=64, *, max_burst=16, max_outstanding=4, length_width=24):
-        for ok, message in (
-                (data_width in (32, 64, 128), f"data_width must be 32, 64 or 128 bits, got {data_width!r}"),
-                (isinstance(max_burst, int) and 1 <= max_burst <= 256,
-                 f"max_burst must be an integer in [1, 256] beats, got {max_burst!r}"),
-                (isinstance(max_outstanding, int) and max_outstanding >= 1,
-                 f"max_outstanding must be an integer >= 1, got {max_outstanding!r}")):
-            if not ok:
-                self._MustUse__silence = True  # a refused object is not an unused design
-                raise ValueError(message)
+        check_parameters(self, data_width, max_burst, max_outstanding)
         self.data_width, self.max_burst, self.max_outstanding = data_width, max_burst, max_outstanding
         self.length_width = length_width
         self.bytes = data_width // 8
@@ -85,22 +75,14 @@ class AxiWriter(wiring.Component):
         accept_left = Signal(beat_width)      # beats of the command not yet taken from `data`
 
         cmd = self.cmd.payload
-        end = Signal(34)
-        m.d.comb += end.eq(cmd.addr + cmd.length)
-        misaligned, empty, outside = Signal(), Signal(), Signal()
-        m.d.comb += [
-            misaligned.eq((cmd.addr & (self.bytes - 1)) != 0),
-            empty.eq(cmd.length == 0),
-            outside.eq((cmd.addr < self.win_base) | (end > self.win_limit)),
-        ]
+        error = command_error(m, cmd, self.win_base, self.win_limit, self.bytes, whole_beats=False)
         n_beats = Signal(beat_width)
         m.d.comb += n_beats.eq((cmd.length + self.bytes - 1) >> size_log2)
         m.d.comb += self.cmd.ready.eq(~active)
         m.d.sync += self.error.eq(0)
         with m.If(self.cmd.valid & self.cmd.ready):
-            with m.If(misaligned | empty | outside):
-                m.d.sync += self.error.eq(Mux(misaligned, 1 << ERRORS["misaligned"],
-                                              Mux(empty, 1 << ERRORS["empty"], 1 << ERRORS["window"])))
+            with m.If(error != 0):
+                m.d.sync += self.error.eq(error)
             with m.Else():
                 m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(n_beats), accept_left.eq(n_beats)]
 
@@ -115,12 +97,7 @@ class AxiWriter(wiring.Component):
             m.d.sync += accept_left.eq(accept_left - 1)
 
         # --- AW: the next burst, once all its beats are buffered ---
-        to_boundary = Signal(13 - size_log2 + 1)
-        m.d.comb += to_boundary.eq((4096 - addr[:12]) >> size_log2)
-        limit = Signal(beat_width)
-        m.d.comb += limit.eq(Mux(beats_left < self.max_burst, beats_left, self.max_burst))
-        burst = Signal(burst_width)
-        m.d.comb += burst.eq(Mux(to_boundary < limit, to_boundary, limit))
+        burst = burst_beats(m, addr, beats_left, self.max_burst, size_log2)
         buffered = Signal(range(depth + 1))   # beats in the buffer not yet given to a burst
         awaiting = m.submodules.awaiting = fifo.SyncFIFO(width=burst_width, depth=self.max_outstanding)  # W to send
         responses = Signal(range(self.max_outstanding + 1))      # bursts issued, response not yet received

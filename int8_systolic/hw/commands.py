@@ -11,13 +11,12 @@ A command list is a sequence of descriptors in the engine's read-only window, en
 between MAC layers, and GO resumes after it. See docs/engine.md.
 """
 
-import pathlib
 from dataclasses import dataclass
 
 from amaranth import signed, unsigned
 from amaranth.lib import data
 
-from int8_systolic.cli_support import ArgumentParser, command
+from int8_systolic.cli_support import ArgumentParser, command, write_outputs
 
 __all__ = ["FIELDS", "OPS", "WORDS", "Field", "c_header", "layout", "markdown", "pack", "unpack"]
 
@@ -174,11 +173,7 @@ def main(argv=None):
     parser.add_argument("--markdown", default="docs/commands.md")
     parser.add_argument("--header", default="build/regs/int8_systolic_commands.h")
     args = parser.parse_args(argv)
-    for path, text in ((args.markdown, markdown()), (args.header, c_header())):
-        path = pathlib.Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(path)
+    write_outputs(((args.markdown, markdown()), (args.header, c_header())))
     return 0
 
 

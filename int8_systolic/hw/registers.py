@@ -25,10 +25,9 @@ A write to an unmapped or read-only offset answers SLVERR and sets ERROR.BAD_ACC
 unmapped offset answers SLVERR and 0.
 """
 
-import pathlib
 from dataclasses import dataclass, field
 
-from int8_systolic.cli_support import ArgumentParser, command
+from int8_systolic.cli_support import ArgumentParser, command, write_outputs
 
 __all__ = ["ERROR_BITS", "ID_MAGIC", "KINDS", "REGISTERS", "VERSION", "Field", "Register", "c_header", "markdown",
            "reg"]
@@ -258,11 +257,7 @@ def main(argv=None):
     parser.add_argument("--markdown", default="docs/registers.md")
     parser.add_argument("--header", default="build/regs/int8_systolic_regs.h")
     args = parser.parse_args(argv)
-    for path, text in ((args.markdown, markdown()), (args.header, c_header())):
-        path = pathlib.Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-        print(path)
+    write_outputs(((args.markdown, markdown()), (args.header, c_header())))
 
 
 if __name__ == "__main__":
