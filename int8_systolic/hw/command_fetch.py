@@ -1,0 +1,116 @@
+"""The engine's command fetcher: reads a command list from memory, checks each command, hands MAC commands on.
+
+On ``go`` the fetcher reads the 64-byte command at ``list_addr`` through a read port (``rd_cmd``
+out, ``rd_data`` in: an :class:`hw.axi_reader.AxiReader`'s ``cmd`` and ``data``), decodes it with
+:func:`hw.commands.layout` and checks it:
+
+- its op is one of :data:`hw.commands.OPS`; otherwise ``error`` sets ``BAD_OP``;
+- for a MAC op, every field with a minimum in :data:`hw.commands.FIELDS` is at least that
+  minimum (zero shapes, strides, dilations are refused); otherwise ``error`` sets ``BAD_FIELD``.
+
+A good MAC command goes out on ``desc`` with its index in the list, and the next command is read
+once it is taken. ``END`` stops the list (``done`` pulses); ``BARRIER`` stops it too (``barrier``
+pulses) and the next ``go`` resumes after it, at ``next_addr``, rather than at ``list_addr``. A bad
+command stops the list with its error bit and its index in ``error_index`` (both held until the
+next ``go``); nothing after it is read. ``busy`` is high from ``go`` to the stop. Commands are
+read one at a time (a command is 64 bytes, a few beats, against a layer of thousands of cycles).
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from . import commands
+from .axi_reader import command_layout
+
+__all__ = ["ERRORS", "CommandFetch"]
+
+ERRORS = {"BAD_OP": 0, "BAD_FIELD": 1}
+MAC_OPS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
+COMMAND_BYTES = 4 * commands.WORDS
+
+
+class CommandFetch(wiring.Component):
+    def __init__(self, data_width=64):
+        if data_width not in (32, 64, 128):
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(f"data_width must be 32, 64 or 128 bits, got {data_width!r}")
+        self.data_width = data_width
+        super().__init__({
+            "go": In(1), "list_addr": In(32),
+            "rd_cmd": Out(stream.Signature(command_layout())),
+            "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
+            "desc": Out(stream.Signature(data.StructLayout({"command": commands.layout(), "index": 16}))),
+            "busy": Out(1), "done": Out(1), "barrier": Out(1),
+            "error": Out(len(ERRORS)), "error_index": Out(16), "next_addr": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        beats = COMMAND_BYTES * 8 // self.data_width
+        addr = Signal(32)
+        index = Signal(16)
+        word = Signal(COMMAND_BYTES * 8)
+        beat = Signal(range(beats + 1))
+        barrier_pending = Signal()   # the list stopped at a BARRIER: the next go resumes after it
+        view = data.View(commands.layout(), word)
+        op = view.op
+
+        known = Signal()
+        m.d.comb += known.eq(sum((op == code) for code in commands.OPS.values()) != 0)
+        is_mac = Signal()
+        m.d.comb += is_mac.eq(sum((op == commands.OPS[name]) for name in MAC_OPS) != 0)
+        short = Signal()   # a field below its minimum
+        m.d.comb += short.eq(sum((getattr(view, f.name) < f.minimum) for f in commands.FIELDS
+                                 if f.minimum is not None) != 0)
+
+        m.d.sync += [self.done.eq(0), self.barrier.eq(0)]
+        m.d.comb += [self.rd_cmd.payload.addr.eq(addr), self.rd_cmd.payload.length.eq(COMMAND_BYTES),
+                     self.desc.payload.command.eq(word), self.desc.payload.index.eq(index),
+                     self.next_addr.eq(addr)]
+
+        with m.FSM():
+            with m.State("IDLE"), m.If(self.go):
+                m.d.sync += [self.busy.eq(1), self.error.eq(0)]
+                with m.If(~barrier_pending):
+                    m.d.sync += [addr.eq(self.list_addr), index.eq(0)]
+                m.d.sync += barrier_pending.eq(0)
+                m.next = "READ"
+            with m.State("READ"):
+                m.d.comb += self.rd_cmd.valid.eq(1)
+                with m.If(self.rd_cmd.ready):
+                    m.d.sync += beat.eq(0)
+                    m.next = "COLLECT"
+            with m.State("COLLECT"):
+                m.d.comb += self.rd_data.ready.eq(1)
+                with m.If(self.rd_data.valid):
+                    # beats arrive lowest address first: each one shifts in from the top
+                    m.d.sync += [word.eq((word >> self.data_width) | (self.rd_data.payload.data
+                                                                      << (COMMAND_BYTES * 8 - self.data_width))),
+                                 beat.eq(beat + 1)]
+                    with m.If(beat == beats - 1):
+                        m.next = "CHECK"
+            with m.State("CHECK"):
+                with m.If(~known):
+                    m.d.sync += [self.error.eq(1 << ERRORS["BAD_OP"]), self.error_index.eq(index),
+                                 self.busy.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(is_mac & short):
+                    m.d.sync += [self.error.eq(1 << ERRORS["BAD_FIELD"]), self.error_index.eq(index),
+                                 self.busy.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(op == commands.OPS["END"]):
+                    m.d.sync += [self.done.eq(1), self.busy.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(op == commands.OPS["BARRIER"]):
+                    m.d.sync += [self.barrier.eq(1), self.busy.eq(0), barrier_pending.eq(1),
+                                 addr.eq(addr + COMMAND_BYTES), index.eq(index + 1)]
+                    m.next = "IDLE"
+                with m.Else():
+                    m.next = "HAND"
+            with m.State("HAND"):
+                m.d.comb += self.desc.valid.eq(1)
+                with m.If(self.desc.ready):
+                    m.d.sync += [addr.eq(addr + COMMAND_BYTES), index.eq(index + 1)]
+                    m.next = "READ"
+        return m
