@@ -1,0 +1,107 @@
+"""The engine's table loader: a layer's per-channel table, read from memory, written into the core's tables.
+
+In memory a layer's table is ``ENTRY_BYTES`` (16) bytes per output channel, little-endian:
+the folded bias (int32: ``bias - input_zero_point * sum(weights)``), the multiplier (int32) and the
+shift (int8), then padding (:func:`pack_table` writes it). On ``start`` the loader reads the
+``channels`` entries at ``addr`` through a read port (``rd_cmd``/``rd_data``, an
+:class:`hw.axi_reader.AxiReader`'s) and writes entry n on ``cfg`` (the core's table stream) at
+``lane = n % cols``, ``addr = base + n // cols``: the table rows of the layer's column tiles from
+``base`` on. ``done`` pulses after the last entry is written; the core takes a ``cfg`` write every
+cycle, so the loader runs at the read port's rate (an entry every ``16 / bus bytes`` beats).
+"""
+
+import numpy as np
+from amaranth import Cat, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi_reader import command_layout
+from .channel_table import config_layout
+
+__all__ = ["ENTRY_BYTES", "TableLoader", "pack_table"]
+
+ENTRY_BYTES = 16
+
+
+def pack_table(bias, multiplier, shift):
+    """A layer's table in the engine's memory format: for each channel its folded bias and multiplier (int32) and
+    shift (int8), 16 bytes."""
+    bias, multiplier, shift = (np.asarray(v, np.int64).reshape(-1) for v in (bias, multiplier, shift))
+    n = bias.size
+    if not (multiplier.size == shift.size == n):
+        raise ValueError(f"a table needs one bias, multiplier and shift per channel, got {n}, {multiplier.size}, "
+                         f"{shift.size}")
+    for name, v, lo, hi in (("bias", bias, -2**31, 2**31 - 1), ("multiplier", multiplier, -2**31, 2**31 - 1),
+                            ("shift", shift, -31, 30)):
+        if v.size and (v.min() < lo or v.max() > hi):
+            bad = int(v.min() if v.min() < lo else v.max())
+            raise ValueError(f"table {name} values must be in [{lo}, {hi}], found {bad}")
+    out = np.zeros((n, ENTRY_BYTES), np.uint8)
+    out[:, 0:4] = bias.astype("<i4").view(np.uint8).reshape(n, 4)
+    out[:, 4:8] = multiplier.astype("<i4").view(np.uint8).reshape(n, 4)
+    out[:, 8] = shift.astype(np.int8).view(np.uint8)
+    return out.tobytes()
+
+
+class TableLoader(wiring.Component):
+    def __init__(self, cols, max_col_tiles, data_width=64):
+        if data_width not in (32, 64, 128):
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(f"data_width must be 32, 64 or 128 bits, got {data_width!r}")
+        self.cols, self.max_col_tiles, self.data_width = cols, max_col_tiles, data_width
+        super().__init__({
+            "start": In(1), "addr": In(32), "channels": In(16), "base": In(range(max_col_tiles)),
+            "rd_cmd": Out(stream.Signature(command_layout())),
+            "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
+            "cfg": Out(stream.Signature(config_layout(cols, max_col_tiles))),
+            "busy": Out(1), "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        per_entry = ENTRY_BYTES * 8 // self.data_width   # beats per entry (1, 2 or 4)
+        entry = Signal(ENTRY_BYTES * 8)
+        beat = Signal(range(per_entry + 1))
+        lane = Signal(range(max(self.cols, 2)))
+        row = Signal(range(self.max_col_tiles))
+        left = Signal(16)
+        pending = Signal()     # an entry assembled, not yet written
+
+        m.d.comb += [self.rd_cmd.payload.addr.eq(self.addr),
+                     self.rd_cmd.payload.length.eq(self.channels * ENTRY_BYTES)]
+        m.d.sync += self.done.eq(0)
+        issued = Signal()
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [self.busy.eq(self.channels != 0), issued.eq(0), lane.eq(0), row.eq(self.base),
+                         left.eq(self.channels), beat.eq(0)]
+            with m.If(self.channels == 0):
+                m.d.sync += self.done.eq(1)
+        m.d.comb += self.rd_cmd.valid.eq(self.busy & ~issued)
+        with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
+            m.d.sync += issued.eq(1)
+
+        # assemble an entry from its beats (lowest address first), then write it
+        m.d.comb += self.rd_data.ready.eq(self.busy & ~pending)
+        with m.If(self.rd_data.valid & self.rd_data.ready):
+            if per_entry == 1:
+                m.d.sync += entry.eq(self.rd_data.payload.data[:ENTRY_BYTES * 8])
+            else:
+                m.d.sync += entry.eq(Cat(entry[self.data_width:], self.rd_data.payload.data))
+            with m.If(beat == per_entry - 1):
+                m.d.sync += [beat.eq(0), pending.eq(1)]
+            with m.Else():
+                m.d.sync += beat.eq(beat + 1)
+        m.d.comb += [
+            self.cfg.valid.eq(pending), self.cfg.payload.addr.eq(row), self.cfg.payload.lane.eq(lane),
+            self.cfg.payload.entry.bias.eq(entry[0:32]), self.cfg.payload.entry.multiplier.eq(entry[32:64]),
+            self.cfg.payload.entry.shift.eq(entry[64:70]),
+        ]
+        with m.If(self.cfg.valid & self.cfg.ready):
+            m.d.sync += [pending.eq(0), left.eq(left - 1)]
+            with m.If(lane == self.cols - 1):
+                m.d.sync += [lane.eq(0), row.eq(row + 1)]
+            with m.Else():
+                m.d.sync += lane.eq(lane + 1)
+            with m.If(left == 1):
+                m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+        return m
