@@ -1,0 +1,125 @@
+"""The engine's result packer: the core's result rows into a packed NHWC int8 tensor, then out as write beats.
+
+The core gives, per tile, ``rows`` result rows of ``cols`` lanes (row tile outer, column tile
+inner: row i of tile (mt, nt) is output pixel ``mt * rows + i``, channels ``nt * cols + j``). The
+packer writes each row's int8 values into a :class:`hw.byte_buffer.ByteBuffer` at byte
+``pixel * channels + nt * cols``, strobing only real channels and pixels (past ``channels`` and
+past ``pixels`` are the array's padding), so the buffer holds the output tensor exactly as TFLite
+lays it out, with no 32-bit lanes. Once the layer's ``pixels * channels`` bytes are in, ``drain``
+reads them back a bus word at a time, from byte 0, as beats (with strobes on the last) for an
+:class:`hw.axi_writer.AxiWriter` command of that length.
+
+``start`` takes ``pixels`` and ``channels`` (the layer's M and N) and resets the tile counters;
+``res`` is always ready (one row a cycle goes into the buffer); ``full`` rises when the layer's last
+row is in. The buffer holds ``depth`` bytes: a layer's output must fit (the compiler tiles layers
+whose output does not).
+"""
+
+from amaranth import Cat, Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi_writer import beat_layout
+from .byte_buffer import ByteBuffer
+
+__all__ = ["ResultPacker"]
+
+
+class ResultPacker(wiring.Component):
+    def __init__(self, rows, cols, *, data_width=64, depth=4096):
+        if not (cols <= 32 and data_width in (32, 64, 128)):
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(f"cols must be <= 32 and data_width 32, 64 or 128 bits, got {cols!r}, {data_width!r}")
+        self.rows, self.cols, self.data_width, self.depth = rows, cols, data_width, depth
+        self.width = max(c for c in (4, 8, 16, 32) if c >= cols) if cols > 4 else 4
+        super().__init__({
+            "start": In(1), "pixels": In(16), "channels": In(16),
+            "res": In(stream.Signature(data.ArrayLayout(32, cols))),
+            "full": Out(1),
+            "drain": In(1), "beats": Out(stream.Signature(beat_layout(data_width))),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rows, cols, nbytes = self.rows, self.cols, self.data_width // 8
+        # one buffer wide enough for a result row; drained a bus word at a time
+        width = max(self.width, nbytes)
+        buf = m.submodules.buffer = ByteBuffer(width, max(self.depth, width * 2))
+        i = Signal(range(rows))          # row of the tile
+        mt = Signal(16)                  # first pixel of the row tile
+        nt = Signal(16)                  # first channel of the column tile
+        rows_in = Signal(32)
+        total_rows = Signal(32)
+        with m.If(self.start):
+            m.d.sync += [i.eq(0), mt.eq(0), nt.eq(0), rows_in.eq(0), self.full.eq(0),
+                         total_rows.eq(((self.pixels + rows - 1) // rows) * ((self.channels + cols - 1) // cols)
+                                       * rows)]
+
+        pixel = Signal(16)
+        m.d.comb += pixel.eq(mt + i)
+        m.d.comb += self.res.ready.eq(1)
+        take = Signal()
+        m.d.comb += take.eq(self.res.valid & ~self.full)
+        strb = Signal(width)
+        m.d.comb += strb.eq(Cat(((nt + j < self.channels) & (pixel < self.pixels)) for j in range(cols)))
+        m.d.comb += [
+            buf.w_en.eq(take), buf.w_addr.eq(pixel * self.channels + nt),
+            buf.w_data.eq(Cat(self.res.payload[j][:8] for j in range(cols))), buf.w_strb.eq(strb),
+        ]
+        with m.If(take):
+            m.d.sync += rows_in.eq(rows_in + 1)
+            with m.If(rows_in + 1 == total_rows):
+                m.d.sync += self.full.eq(1)
+            with m.If(i == rows - 1):
+                m.d.sync += i.eq(0)
+                with m.If(nt + cols >= self.channels):
+                    m.d.sync += [nt.eq(0), mt.eq(mt + rows)]
+                with m.Else():
+                    m.d.sync += nt.eq(nt + cols)
+            with m.Else():
+                m.d.sync += i.eq(i + 1)
+
+        # --- drain: aligned bus words from byte 0 up to pixels * channels, through the buffer's read latency ---
+        total = Signal(32)
+        m.d.comb += total.eq(self.pixels * self.channels)
+        r_addr = Signal(32)
+        draining = Signal()
+        in_flight = Signal(range(ByteBuffer.LATENCY + 2))
+        with m.If(self.drain & self.full & ~draining):
+            m.d.sync += [draining.eq(1), r_addr.eq(0)]
+        # a small skid queue holds words read while the writer is not ready
+        queue = [Signal(8 * nbytes + nbytes, name=f"q{k}") for k in range(ByteBuffer.LATENCY + 1)]
+        count = Signal(range(len(queue) + 1))
+        issue = Signal()
+        m.d.comb += issue.eq(draining & (r_addr < total) & (count + in_flight < len(queue)))
+        m.d.comb += [buf.r_en.eq(issue), buf.r_addr.eq(r_addr)]
+        with m.If(issue):
+            m.d.sync += r_addr.eq(r_addr + nbytes)
+        # the strobes of each word: bytes below total
+        strobes = Signal(nbytes)
+        m.d.comb += strobes.eq(Cat((r_addr + k < total) for k in range(nbytes)))
+        pipe_strb = [Signal(nbytes, name=f"pipe_strb{k}") for k in range(ByteBuffer.LATENCY)]
+        pipe_valid = [Signal(name=f"pipe_valid{k}") for k in range(ByteBuffer.LATENCY)]
+        m.d.sync += [pipe_strb[0].eq(strobes), pipe_valid[0].eq(issue)]
+        for k in range(1, ByteBuffer.LATENCY):
+            m.d.sync += [pipe_strb[k].eq(pipe_strb[k - 1]), pipe_valid[k].eq(pipe_valid[k - 1])]
+        arrive = pipe_valid[-1]
+        word = Cat(buf.r_data[:8 * nbytes], pipe_strb[-1])
+        pop = Signal()
+        m.d.comb += [self.beats.valid.eq(count != 0), self.beats.payload.data.eq(queue[0][:8 * nbytes]),
+                     self.beats.payload.strb.eq(queue[0][8 * nbytes:]), pop.eq(self.beats.valid & self.beats.ready)]
+        m.d.sync += in_flight.eq(in_flight + issue - arrive)
+        # shift queue: pop from the front, push at position count (- 1 if popping)
+        for k in range(len(queue)):
+            nxt = queue[k + 1] if k + 1 < len(queue) else queue[k]
+            with m.If(pop):
+                with m.If(arrive & (count - 1 == k)):
+                    m.d.sync += queue[k].eq(word)
+                with m.Else():
+                    m.d.sync += queue[k].eq(nxt)
+            with m.Elif(arrive & (count == k)):
+                m.d.sync += queue[k].eq(word)
+        m.d.sync += count.eq(count + arrive - pop)
+        with m.If(draining & (r_addr >= total) & (in_flight == 0) & (count == 0)):
+            m.d.sync += [draining.eq(0), self.full.eq(0)]
+        return m
