@@ -10,6 +10,7 @@ same one line (argparse's own prints the usage block first) and accepts ``--debu
 
 import argparse
 import functools
+import inspect
 import pathlib
 import sys
 
@@ -31,13 +32,16 @@ class ArgumentParser(argparse.ArgumentParser):
         self.exit(2, f"{self.prog}: error: {message} (see --help)\n")
 
 
-def command(prog):
-    """Decorate ``main(argv=None, ...)`` so that any exception becomes one line and exit status 2."""
+def command(prog=None):
+    """Decorate ``main(argv=None, ...)`` so that any exception becomes one line and exit status 2. ``prog`` names
+    the tool in that line; by default, the default of ``main``'s own ``prog`` parameter."""
     def wrap(main):
+        name_default = prog if prog is not None else inspect.signature(main).parameters["prog"].default
+
         @functools.wraps(main)
         def wrapper(argv=None, *args, **kwargs):
             argv = sys.argv[1:] if argv is None else list(argv)
-            name = kwargs.get("prog", prog)
+            name = kwargs.get("prog", name_default)
             try:
                 return main(argv, *args, **kwargs)
             except SystemExit as exc:   # argparse's --help and errors: their status, returned like any other

@@ -15,6 +15,7 @@ import pytest
 
 from int8_systolic.hw.axi_reader import ERRORS, AxiReader
 from int8_systolic.sim.amaranth_bench import simulate
+from int8_systolic.sim.axi_monitor import burst_violations
 
 MEMORY = 1 << 16
 
@@ -72,12 +73,8 @@ def run(dut, commands, *, seed, latency, p_ar=0.7, p_r=0.8, p_out=0.8, window=(0
             if arvalid and arready:
                 addr, arlen, arsize, arburst = payload
                 beats = arlen + 1
-                assert (arsize, arburst) == ((nbytes - 1).bit_length(), 1)
-                assert addr % nbytes == 0, f"unaligned burst at {addr:#x}"
-                assert beats <= dut.max_burst
-                assert addr // 4096 == (addr + beats * nbytes - 1) // 4096, f"burst crosses 4 KB at {addr:#x}"
-                assert window[0] <= addr, "burst below the window"
-                assert addr + beats * nbytes <= window[1], "burst above the window"
+                assert burst_violations("read", addr, beats, arsize, arburst, data_bytes=nbytes,
+                                        max_burst=dut.max_burst, window=window) == []
                 bursts.append([addr, beats, t + latency, 0])
                 out["bursts"].append((addr, beats))
             out["max_in_flight"] = max(out["max_in_flight"], len(bursts))

@@ -14,6 +14,7 @@ import pytest
 
 from int8_systolic.hw.axi_writer import ERRORS, AxiWriter
 from int8_systolic.sim.amaranth_bench import simulate
+from int8_systolic.sim.axi_monitor import burst_violations
 
 MEMORY = 1 << 15
 
@@ -76,12 +77,8 @@ def run(dut, commands, *, seed, latency, p_aw=0.7, p_w=0.7, p_in=0.8, window=(0,
             if aw[0] and awready:
                 _, addr, awlen, awsize, awburst = aw
                 n = awlen + 1
-                assert (awsize, awburst) == ((nbytes - 1).bit_length(), 1)
-                assert addr % nbytes == 0
-                assert n <= dut.max_burst
-                assert addr // 4096 == (addr + n * nbytes - 1) // 4096, f"burst crosses 4 KB at {addr:#x}"
-                assert window[0] <= addr, "burst below the window"
-                assert addr + n * nbytes <= window[1], "burst above the window"
+                assert burst_violations("write", addr, n, awsize, awburst, data_bytes=nbytes,
+                                        max_burst=dut.max_burst, window=window) == []
                 aws.append([addr, n])
                 out["bursts"].append((addr, n))
                 unanswered += 1

@@ -326,7 +326,7 @@ def render(model, findings, fmt):
     return "\n".join(lines)
 
 
-@command("int8-systolic check")
+@command()
 def main(argv=None, prog="int8-systolic check"):
     parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a .tflite file")

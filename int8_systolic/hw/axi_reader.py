@@ -31,7 +31,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ERRORS", "AxiReader", "axi4_read_members", "burst_beats", "check_parameters", "command_error",
-           "command_layout"]
+           "command_layout", "take_command"]
 
 # error reasons, as bits of ``error``
 ERRORS = {"misaligned": 0, "empty": 1, "window": 2}
@@ -75,6 +75,18 @@ def command_error(m, cmd, win_base, win_limit, nbytes, *, whole_beats):
     ]
     return Mux(misaligned, 1 << ERRORS["misaligned"], Mux(empty, 1 << ERRORS["empty"],
                                                           Mux(outside, 1 << ERRORS["window"], 0)))
+
+
+def take_command(m, master, active, *, whole_beats):
+    """Take ``master.cmd`` when the master is not ``active``; a bad command (:func:`command_error`) pulses
+    ``master.error`` with its reason. Returns the signal that is high when a good command is taken."""
+    error = command_error(m, master.cmd.payload, master.win_base, master.win_limit, master.bytes,
+                          whole_beats=whole_beats)
+    taken, good = Signal(), Signal()
+    m.d.comb += [master.cmd.ready.eq(~active), taken.eq(master.cmd.valid & master.cmd.ready),
+                 good.eq(taken & (error == 0))]
+    m.d.sync += master.error.eq(Mux(taken, error, 0))
+    return good
 
 
 def burst_beats(m, addr, beats_left, max_burst, size_log2):
@@ -128,15 +140,9 @@ class AxiReader(wiring.Component):
         beats_left = Signal(beat_width)
 
         # commands are checked in the cycle they are taken; a bad one only raises `error`
-        error = command_error(m, self.cmd.payload, self.win_base, self.win_limit, self.bytes, whole_beats=True)
-        m.d.comb += self.cmd.ready.eq(~active)
-        m.d.sync += self.error.eq(0)
-        with m.If(self.cmd.valid & self.cmd.ready):
-            with m.If(error != 0):
-                m.d.sync += self.error.eq(error)
-            with m.Else():
-                m.d.sync += [active.eq(1), addr.eq(self.cmd.payload.addr),
-                             beats_left.eq(self.cmd.payload.length >> size_log2)]
+        with m.If(take_command(m, self, active, whole_beats=True)):
+            m.d.sync += [active.eq(1), addr.eq(self.cmd.payload.addr),
+                         beats_left.eq(self.cmd.payload.length >> size_log2)]
 
         # --- the beat buffer: every beat of every burst in flight has a place reserved ---
         buf = m.submodules.buffer = fifo.SyncFIFOBuffered(width=self.data_width + 1, depth=self.buffer_beats)

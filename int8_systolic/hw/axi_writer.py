@@ -26,7 +26,7 @@ from amaranth import Cat, Module, Mux, Shape, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
-from .axi_reader import ERRORS, burst_beats, check_parameters, command_error, command_layout
+from .axi_reader import ERRORS, burst_beats, check_parameters, command_layout, take_command
 
 __all__ = ["ERRORS", "AxiWriter", "axi4_write_members"]
 
@@ -75,16 +75,10 @@ class AxiWriter(wiring.Component):
         accept_left = Signal(beat_width)      # beats of the command not yet taken from `data`
 
         cmd = self.cmd.payload
-        error = command_error(m, cmd, self.win_base, self.win_limit, self.bytes, whole_beats=False)
         n_beats = Signal(beat_width)
         m.d.comb += n_beats.eq((cmd.length + self.bytes - 1) >> size_log2)
-        m.d.comb += self.cmd.ready.eq(~active)
-        m.d.sync += self.error.eq(0)
-        with m.If(self.cmd.valid & self.cmd.ready):
-            with m.If(error != 0):
-                m.d.sync += self.error.eq(error)
-            with m.Else():
-                m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(n_beats), accept_left.eq(n_beats)]
+        with m.If(take_command(m, self, active, whole_beats=False)):
+            m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(n_beats), accept_left.eq(n_beats)]
 
         # --- beats of the active command into the buffer ---
         depth = 2 * self.max_burst

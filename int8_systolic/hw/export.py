@@ -56,7 +56,7 @@ def export_axi(rows, cols, rounding, out_dir="build/verilog", max_col_tiles=64, 
     return path
 
 
-@command("int8-systolic export")
+@command()
 def main(argv=None, prog="int8-systolic export"):
     parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=8)

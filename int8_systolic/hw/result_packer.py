@@ -16,7 +16,7 @@ whose output does not).
 """
 
 from amaranth import Cat, Module, Signal
-from amaranth.lib import data, stream, wiring
+from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axi_writer import beat_layout
@@ -31,7 +31,7 @@ class ResultPacker(wiring.Component):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"cols must be <= 32 and data_width 32, 64 or 128 bits, got {cols!r}, {data_width!r}")
         self.rows, self.cols, self.data_width, self.depth = rows, cols, data_width, depth
-        self.width = max(c for c in (4, 8, 16, 32) if c >= cols) if cols > 4 else 4
+        self.width = min(c for c in (4, 8, 16, 32) if c >= cols)   # the narrowest buffer a result row fits
         super().__init__({
             "start": In(1), "pixels": In(16), "channels": In(16),
             "res": In(stream.Signature(data.ArrayLayout(32, cols))),
@@ -87,15 +87,14 @@ class ResultPacker(wiring.Component):
         in_flight = Signal(range(ByteBuffer.LATENCY + 2))
         with m.If(self.drain & self.full & ~draining):
             m.d.sync += [draining.eq(1), r_addr.eq(0)]
-        # a small skid queue holds words read while the writer is not ready
-        queue = [Signal(8 * nbytes + nbytes, name=f"q{k}") for k in range(ByteBuffer.LATENCY + 1)]
-        count = Signal(range(len(queue) + 1))
+        # words read while the writer is not ready wait here; a read is issued only with room for it
+        queue = m.submodules.queue = fifo.SyncFIFO(width=8 * nbytes + nbytes, depth=ByteBuffer.LATENCY + 1)
         issue = Signal()
-        m.d.comb += issue.eq(draining & (r_addr < total) & (count + in_flight < len(queue)))
+        m.d.comb += issue.eq(draining & (r_addr < total) & (queue.level + in_flight < queue.depth))
         m.d.comb += [buf.r_en.eq(issue), buf.r_addr.eq(r_addr)]
         with m.If(issue):
             m.d.sync += r_addr.eq(r_addr + nbytes)
-        # the strobes of each word: bytes below total
+        # the strobes of each word: bytes below total, carried alongside the buffer's read latency
         strobes = Signal(nbytes)
         m.d.comb += strobes.eq(Cat((r_addr + k < total) for k in range(nbytes)))
         pipe_strb = [Signal(nbytes, name=f"pipe_strb{k}") for k in range(ByteBuffer.LATENCY)]
@@ -104,22 +103,10 @@ class ResultPacker(wiring.Component):
         for k in range(1, ByteBuffer.LATENCY):
             m.d.sync += [pipe_strb[k].eq(pipe_strb[k - 1]), pipe_valid[k].eq(pipe_valid[k - 1])]
         arrive = pipe_valid[-1]
-        word = Cat(buf.r_data[:8 * nbytes], pipe_strb[-1])
-        pop = Signal()
-        m.d.comb += [self.beats.valid.eq(count != 0), self.beats.payload.data.eq(queue[0][:8 * nbytes]),
-                     self.beats.payload.strb.eq(queue[0][8 * nbytes:]), pop.eq(self.beats.valid & self.beats.ready)]
+        m.d.comb += [queue.w_en.eq(arrive), queue.w_data.eq(Cat(buf.r_data[:8 * nbytes], pipe_strb[-1])),
+                     self.beats.valid.eq(queue.r_rdy), self.beats.payload.data.eq(queue.r_data[:8 * nbytes]),
+                     self.beats.payload.strb.eq(queue.r_data[8 * nbytes:]), queue.r_en.eq(self.beats.ready)]
         m.d.sync += in_flight.eq(in_flight + issue - arrive)
-        # shift queue: pop from the front, push at position count (- 1 if popping)
-        for k in range(len(queue)):
-            nxt = queue[k + 1] if k + 1 < len(queue) else queue[k]
-            with m.If(pop):
-                with m.If(arrive & (count - 1 == k)):
-                    m.d.sync += queue[k].eq(word)
-                with m.Else():
-                    m.d.sync += queue[k].eq(nxt)
-            with m.Elif(arrive & (count == k)):
-                m.d.sync += queue[k].eq(word)
-        m.d.sync += count.eq(count + arrive - pop)
-        with m.If(draining & (r_addr >= total) & (in_flight == 0) & (count == 0)):
+        with m.If(draining & (r_addr >= total) & (in_flight == 0) & ~queue.r_rdy):
             m.d.sync += [draining.eq(0), self.full.eq(0)]
         return m

@@ -19,7 +19,7 @@ import collections
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["AxiMonitor"]
+__all__ = ["AxiMonitor", "burst_violations"]
 
 _CHANNELS = {
     "ar": ("arvalid", "arready", ("araddr", "arlen", "arsize", "arburst")),
@@ -28,6 +28,27 @@ _CHANNELS = {
     "r": ("rvalid", "rready", ("rdata", "rresp", "rlast")),
     "b": ("bvalid", "bready", ("bresp",)),
 }
+
+
+def burst_violations(kind, addr, beats, size, burst, *, data_bytes, max_burst, window=None):
+    """What is wrong with one AXI4 ``kind`` ("read" or "write") burst request, as texts (none: a good one): not
+    INCR, not the bus's size, unaligned, longer than ``max_burst``, across a 4 KB boundary, outside ``window``
+    ((base, limit) or None). Shared by the cocotb monitor and the Amaranth-simulator tests of the masters."""
+    out = []
+    if burst != 1:
+        out.append(f"{kind} burst type {burst}, not INCR")
+    if size != (data_bytes - 1).bit_length():
+        out.append(f"{kind} burst size {1 << size} bytes, the bus is {data_bytes}")
+    if addr % data_bytes:
+        out.append(f"{kind} burst at {addr:#x} not aligned to the bus")
+    if beats > max_burst:
+        out.append(f"{kind} burst of {beats} beats, more than {max_burst}")
+    if addr // 4096 != (addr + beats * data_bytes - 1) // 4096:
+        out.append(f"{kind} burst at {addr:#x} of {beats} beats crosses a 4 KB boundary")
+    if window is not None and not (window[0] <= addr and addr + beats * data_bytes <= window[1]):
+        out.append(f"{kind} burst at {addr:#x} of {beats} beats outside the {kind} window "
+                   f"[{window[0]:#x}, {window[1]:#x})")
+    return out
 
 
 def _bit(signal):
@@ -68,20 +89,9 @@ class AxiMonitor:
         return w() if callable(w) else w
 
     def _request(self, kind, addr, beats, size, burst):
-        if burst != 1:
-            self._fail(f"{kind} burst type {burst}, not INCR")
-        if size != (self.bytes - 1).bit_length():
-            self._fail(f"{kind} burst size {1 << size} bytes, the bus is {self.bytes}")
-        if addr % self.bytes:
-            self._fail(f"{kind} burst at {addr:#x} not aligned to the bus")
-        if beats > self.max_burst:
-            self._fail(f"{kind} burst of {beats} beats, more than {self.max_burst}")
-        if addr // 4096 != (addr + beats * self.bytes - 1) // 4096:
-            self._fail(f"{kind} burst at {addr:#x} of {beats} beats crosses a 4 KB boundary")
-        window = self._window("read" if kind == "read" else "write")
-        if window is not None and not (window[0] <= addr and addr + beats * self.bytes <= window[1]):
-            self._fail(f"{kind} burst at {addr:#x} of {beats} beats outside the {kind} window "
-                       f"[{window[0]:#x}, {window[1]:#x})")
+        for text in burst_violations(kind, addr, beats, size, burst, data_bytes=self.bytes, max_burst=self.max_burst,
+                                     window=self._window("read" if kind == "read" else "write")):
+            self._fail(text)
 
     def _match_writes(self):
         while self._writes and self._w_done:

@@ -120,7 +120,7 @@ def print_report(res, sim):
         print("  " + m)
 
 
-@command("int8-systolic run-model")
+@command()
 def main(argv=None, prog="int8-systolic run-model"):
     parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     parser.add_argument("model", help="a .tflite path, 'cnn', a wake-word model (e.g. okay_nabu) or an MLPerf Tiny "

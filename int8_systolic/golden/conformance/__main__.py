@@ -25,7 +25,7 @@ from .pack import FORMAT_VERSION, write_pack
 DEFAULT_PACK = build_root() / "conformance" / f"int8-conformance-v{FORMAT_VERSION}"
 
 
-@command("int8-systolic conformance")
+@command()
 def main(argv=None, prog="int8-systolic conformance"):
     parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)

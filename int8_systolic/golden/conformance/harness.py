@@ -15,6 +15,7 @@ variants the outputs equal. :class:`Result` holds per-case outcomes; :mod:`.repo
 """
 
 import dataclasses
+import functools
 import json
 import pathlib
 import time
@@ -47,6 +48,8 @@ class DutCase:
 class PackCase:
     record: dict
     root: pathlib.Path
+    # arrays already read (and checked against the manifest) by file: load_pack reads each once, run reuses it
+    _arrays: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
     @property
     def id(self):
@@ -56,8 +59,13 @@ class PackCase:
     def op(self):
         return self.record["op"]
 
-    def _load(self, entry):
-        return _load_npy(self.root, entry["file"], entry)
+    def _load(self, entry, rel=None):
+        rel = entry["file"] if rel is None else rel
+        if rel not in self._arrays:
+            array = _load_npy(self.root, rel, entry)
+            array.flags.writeable = False    # shared by every use of the case: a DUT cannot change the pack
+            self._arrays[rel] = array
+        return self._arrays[rel]
 
     def dut_case(self):
         r = self.record
@@ -71,12 +79,12 @@ class PackCase:
         if variant != "double" and "variants" in self.record:
             if variant not in self.record["variants"]:
                 raise PackError(f"{self.root / 'manifest.json'}: case {self.id!r} has no {variant!r} variant output")
-            outs[0] = _load_npy(self.root, self.record["variants"][variant], self.record["outputs"][0])
+            outs[0] = self._load(self.record["outputs"][0], self.record["variants"][variant])
         return outs
 
     def variant_outputs(self):
         out0 = self.record["outputs"][0]
-        return {v: _load_npy(self.root, f, out0) for v, f in self.record.get("variants", {}).items()}
+        return {v: self._load(out0, f) for v, f in self.record.get("variants", {}).items()}
 
 
 @dataclasses.dataclass
@@ -84,7 +92,7 @@ class Pack:
     root: pathlib.Path
     manifest: dict
 
-    @property
+    @functools.cached_property
     def cases(self):
         return [PackCase(r, self.root) for r in self.manifest["cases"]]
 

@@ -9,6 +9,7 @@ operator or tensor.
 """
 
 import dataclasses
+import math
 import pathlib
 
 import numpy as np
@@ -154,14 +155,6 @@ def load_model(source, name=None):
     return Model(path, desc, subgraphs)
 
 
-def _count(shape):
-    """Elements of ``shape`` as a Python int (no int64 wrap-around for absurd shapes)."""
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def _tensor(path, si, ti, t, buffers, raw):
     type_name = _TYPE_NAMES.get(t.type, f"type {t.type}")
     name = t.name.decode(errors="replace") if isinstance(t.name, bytes) else (t.name or f"tensor{ti}")
@@ -172,7 +165,7 @@ def _tensor(path, si, ti, t, buffers, raw):
     data = None
     buf = buffers[t.buffer] if buffers else None
     if buf is not None:
-        if buf.data is not None and (len(buf.data) or _count(shape) == 0):
+        if buf.data is not None and (len(buf.data) or math.prod(shape) == 0):
             # (a present but empty buffer of a zero-element tensor is a constant too: RESHAPE's shape int32[0])
             content = np.asarray(buf.data, dtype=np.uint8).tobytes()
         elif buf.offset > 1:  # large models keep buffers after the flatbuffer
@@ -186,7 +179,7 @@ def _tensor(path, si, ti, t, buffers, raw):
             dtype = _DTYPES.get(type_name)
             if dtype is None:
                 _fail(path, f"{where}: constant data of unsupported type {type_name}")
-            count = _count(shape)
+            count = math.prod(shape)
             if len(content) != count * np.dtype(dtype).itemsize:
                 _fail(path, f"{where}: buffer holds {len(content)} bytes but {type_name}{list(shape)} needs "
                             f"{count * np.dtype(dtype).itemsize}")

@@ -16,6 +16,7 @@ Prepare, in :mod:`golden.reference_ops`.
 """
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -73,10 +74,6 @@ class Rule:
     check: object   # check(model, fail) with fail(where, message)
 
 
-def _where(model, si, oi=None):
-    return model.where(si, oi)
-
-
 def _tensor_label(t):
     return f"tensor {t.index} ('{t.name}')"
 
@@ -85,10 +82,10 @@ def _tensor_size(model, fail):
     total = 0
     for sg in model.subgraphs:
         for t in sg.tensors:
-            where = f"{_where(model, sg.index)}, {_tensor_label(t)}"
+            where = f"{model.where(sg.index)}, {_tensor_label(t)}"
             if any(d < 0 for d in t.shape):
                 fail(where, f"has shape {list(t.shape)}: dynamic (-1) or negative dimensions are not supported")
-            size = _ITEMSIZE.get(t.type, 8) * int(np.prod(t.shape, dtype=object) if t.shape else 1)
+            size = _ITEMSIZE.get(t.type, 8) * math.prod(t.shape)
             if size > MAX_TENSOR_BYTES:
                 fail(where, f"is {t.type}{list(t.shape)}, {size} bytes; the golden model's cap is "
                             f"{MAX_TENSOR_BYTES >> 20} MiB per tensor")
@@ -104,7 +101,7 @@ def _quantization(model, fail):
             q = t.quantization
             if q is None or t.type not in ("INT8", "UINT8", "INT16", "INT32", "INT64"):
                 continue
-            where = f"{_where(model, sg.index)}, {_tensor_label(t)}"
+            where = f"{model.where(sg.index)}, {_tensor_label(t)}"
             if not (np.all(np.isfinite(q.scale)) and np.all(q.scale > 0)):
                 bad = q.scale[~(np.isfinite(q.scale) & (q.scale > 0))][0]
                 fail(where, f"has scale {float(bad)!r}; a quantized tensor's scales must be positive and finite")
@@ -127,10 +124,10 @@ def _options(model, fail):
             expected, required = OPTIONS.get(op.op, (None, False))
             got = _OPTION_NAMES.get(op.options_type, f"type {op.options_type}") if op.options is not None else None
             if got is not None and expected is not None and got != expected:
-                fail(_where(model, sg.index, op.index), f"carries {got}, but {op.op}'s builtin options are "
+                fail(model.where(sg.index, op.index), f"carries {got}, but {op.op}'s builtin options are "
                                                         f"{expected}")
             if got is None and required:
-                fail(_where(model, sg.index, op.index), f"has no builtin options ({expected}); TFLM would read "
+                fail(model.where(sg.index, op.index), f"has no builtin options ({expected}); TFLM would read "
                                                         f"zeros (stride, filter size, beta...) in their place")
 
 
@@ -145,7 +142,7 @@ def _variable_ops(model, fail):
             arity = _VARIABLE_ARITY.get(op.op)
             if arity is None:
                 continue
-            where = _where(model, sg.index, op.index)
+            where = model.where(sg.index, op.index)
             if (len(op.inputs), len(op.outputs)) != arity or -1 in op.inputs:
                 fail(where, f"has {len(op.inputs)} inputs and {len(op.outputs)} outputs; {op.op} takes {arity[0]} "
                             f"and {arity[1]}")
@@ -163,12 +160,12 @@ def _variable_ops(model, fail):
             if op.op not in ("READ_VARIABLE", "ASSIGN_VARIABLE") or op.inputs[0] not in names:
                 continue
             t = sg.tensors[op.outputs[0] if op.op == "READ_VARIABLE" else op.inputs[1]]
-            form = (t.type, int(np.prod(t.shape, dtype=object) if t.shape else 1))
+            form = (t.type, math.prod(t.shape))
             name = names[op.inputs[0]]
             name = name.decode(errors="replace") if isinstance(name, bytes) else name
             first = seen.setdefault(name, (form, f"subgraph {sg.index}, operator {op.index} ({op.op})", t))
             if first[0] != form:
-                fail(_where(model, sg.index, op.index),
+                fail(model.where(sg.index, op.index),
                      f"{'reads' if op.op == 'READ_VARIABLE' else 'assigns'} variable {name!r} as {_tensor_label(t)}, "
                      f"{t.type}{list(t.shape)}, but {first[1]} uses it as {first[2].type}{list(first[2].shape)}")
 
@@ -180,7 +177,7 @@ def _subgraph_index(model, fail):
             if op.op == "CALL_ONCE" and op.options is not None:
                 target = op.options.initSubgraphIndex
                 if not 0 <= target < n or target == sg.index:
-                    fail(_where(model, sg.index, op.index),
+                    fail(model.where(sg.index, op.index),
                          f"init subgraph index {target} must name another of the model's {n} subgraphs")
 
 
@@ -191,7 +188,7 @@ def _writers(model, fail):
         for op in sg.operators:
             for ti in op.outputs:
                 t = sg.tensors[ti]
-                where = _where(model, sg.index, op.index)
+                where = model.where(sg.index, op.index)
                 if ti in writer:
                     fail(where, f"writes {_tensor_label(t)}, which operator {writer[ti]} already writes")
                 if t.data is not None:
@@ -213,7 +210,7 @@ def _operator_order(model, fail):
                 later = written_by.get(ti)
                 why = (f"operator {later} writes it later: the operators are out of order or form a cycle"
                        if later is not None else "nothing writes it, and it is neither a constant nor a graph input")
-                fail(_where(model, sg.index, op.index), f"reads {_tensor_label(t)} before any operator writes it "
+                fail(model.where(sg.index, op.index), f"reads {_tensor_label(t)} before any operator writes it "
                                                         f"({why})")
             ready.update(op.outputs)
 
@@ -224,7 +221,7 @@ def _graph_outputs(model, fail):
             {t.index for t in sg.tensors if t.data is not None or t.is_variable}
         for ti in sg.outputs:
             if ti not in written:
-                fail(_where(model, sg.index), f"graph output {_tensor_label(sg.tensors[ti])} is written by no "
+                fail(model.where(sg.index), f"graph output {_tensor_label(sg.tensors[ti])} is written by no "
                                               f"operator")
 
 
