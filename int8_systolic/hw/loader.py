@@ -1,0 +1,55 @@
+"""The engine's loader: a linear copy from memory into an on-chip buffer (the input, the weights).
+
+On ``start`` the loader reads ``length`` bytes at ``addr`` through a read port (``rd_cmd`` out,
+``rd_data`` in: a :class:`hw.read_arbiter.ReadArbiter` client) and writes beat n at byte
+``n * bus bytes`` of a :class:`hw.byte_buffer.ByteBuffer` (``w_*``, the buffer's write port; the
+buffer at least a beat wide). ``addr`` and ``length`` are whole beats (the read port refuses
+others: the engine rounds a tensor's length up, and its allocator leaves the bytes after a tensor
+inside the window). ``done`` pulses after the last beat is written; ``busy`` is high from the cycle
+after ``start`` to then. The copy runs at the port's rate: the buffer takes a beat every cycle.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import data, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .axi_reader import command_layout
+
+__all__ = ["Loader"]
+
+
+class Loader(wiring.Component):
+    def __init__(self, data_width=64, *, buffer_width=8, addr_width=16):
+        if not (data_width in (32, 64, 128) and buffer_width in (4, 8, 16, 32) and 8 * buffer_width >= data_width):
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(f"data_width must be 32, 64 or 128 bits and buffer_width (4, 8, 16 or 32 bytes) at "
+                             f"least a beat, got {data_width!r}, {buffer_width!r}")
+        self.data_width, self.buffer_width, self.addr_width = data_width, buffer_width, addr_width
+        super().__init__({
+            "start": In(1), "addr": In(32), "length": In(24),
+            "rd_cmd": Out(stream.Signature(command_layout())),
+            "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
+            "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
+            "busy": Out(1), "done": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        nbytes = self.data_width // 8
+        issued = Signal()
+        dest = Signal(self.addr_width)
+        m.d.sync += self.done.eq(0)
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [self.busy.eq(1), issued.eq(0), dest.eq(0)]
+        m.d.comb += [self.rd_cmd.valid.eq(self.busy & ~issued), self.rd_cmd.payload.addr.eq(self.addr),
+                     self.rd_cmd.payload.length.eq(self.length)]
+        with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
+            m.d.sync += issued.eq(1)
+        m.d.comb += [self.rd_data.ready.eq(self.busy & issued), self.w_addr.eq(dest),
+                     self.w_data.eq(self.rd_data.payload.data), self.w_strb.eq((1 << nbytes) - 1)]
+        with m.If(self.rd_data.valid & self.rd_data.ready):
+            m.d.comb += self.w_en.eq(1)
+            m.d.sync += dest.eq(dest + nbytes)
+            with m.If(self.rd_data.payload.last):
+                m.d.sync += [self.busy.eq(0), self.done.eq(1)]
+        return m

@@ -1,0 +1,66 @@
+"""The engine's weight streamer: a layer's weights, resident in an on-chip buffer, streamed to the core in tile order.
+
+The weights are in the engine's layout (docs/engine.md): ``[n_tile][k][cols]``, one ``cols``-byte
+word per array step (``w[k][nt * cols + j]``, channels past N zero), from byte 0 of a
+:class:`hw.byte_buffer.ByteBuffer` at least ``cols`` bytes wide. On ``start`` the streamer offers,
+on ``o``, the ``n_tiles * k`` words in order, once per row tile (``m_tiles`` times): the weights of
+the core's steps, row tile outer, column tile inner, k innermost. ``busy`` is high from the cycle
+after ``start`` until the last word is taken. One word a cycle: reads are issued while the queue
+behind the buffer's latency has room for them.
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import fifo, stream, wiring
+from amaranth.lib.wiring import In, Out
+
+from .byte_buffer import ByteBuffer
+
+__all__ = ["WeightStreamer"]
+
+
+class WeightStreamer(wiring.Component):
+    _QUEUE = ByteBuffer.LATENCY + 3
+
+    def __init__(self, cols=8, *, buffer_width=8, addr_width=16):
+        if not (isinstance(cols, int) and 1 <= cols <= buffer_width and buffer_width in (4, 8, 16, 32)):
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(f"cols must be an integer in [1, buffer_width] and buffer_width 4, 8, 16 or 32 bytes, "
+                             f"got {cols!r}, {buffer_width!r}")
+        self.cols, self.buffer_width, self.addr_width = cols, buffer_width, addr_width
+        super().__init__({
+            "start": In(1), "words": In(32), "m_tiles": In(32),
+            "r_en": Out(1), "r_addr": Out(addr_width), "r_data": In(8 * buffer_width),
+            "o": Out(stream.Signature(8 * cols)), "busy": Out(1),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        cols = self.cols
+        running = Signal()
+        word = Signal(32)          # the next word's index in the layer's weights
+        tile = Signal(32)          # row tiles left after this one
+        addr = Signal(self.addr_width)
+        queue = m.submodules.queue = fifo.SyncFIFO(width=8 * cols, depth=self._QUEUE)
+        pipe = [Signal(name=f"pipe{k}") for k in range(ByteBuffer.LATENCY)]
+        in_flight = Signal(range(ByteBuffer.LATENCY + 1))
+        issue = Signal()
+        m.d.comb += issue.eq(running & (queue.level + in_flight < self._QUEUE))
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [running.eq((self.words != 0) & (self.m_tiles != 0)), word.eq(0), addr.eq(0),
+                         tile.eq(self.m_tiles - 1)]
+        with m.Elif(issue):
+            with m.If(word == self.words - 1):
+                m.d.sync += [word.eq(0), addr.eq(0), tile.eq(tile - 1)]
+                with m.If(tile == 0):
+                    m.d.sync += running.eq(0)
+            with m.Else():
+                m.d.sync += [word.eq(word + 1), addr.eq(addr + cols)]
+        m.d.comb += [self.r_en.eq(issue), self.r_addr.eq(addr)]
+        m.d.sync += pipe[0].eq(issue)
+        for k in range(1, len(pipe)):
+            m.d.sync += pipe[k].eq(pipe[k - 1])
+        m.d.sync += in_flight.eq(in_flight + issue - pipe[-1])
+        m.d.comb += [queue.w_en.eq(pipe[-1]), queue.w_data.eq(self.r_data[:8 * cols]),
+                     self.o.valid.eq(queue.r_rdy), self.o.payload.eq(queue.r_data), queue.r_en.eq(self.o.ready)]
+        m.d.comb += self.busy.eq(running | (in_flight != 0) | queue.r_rdy)
+        return m
