@@ -1,0 +1,170 @@
+"""The engine's layer check: a MAC command's sizes computed and checked before anything of it is read or written.
+
+On ``start`` the check takes the decoded command (``command``, :func:`hw.commands.layout`; its fields
+already at their minimums, :class:`hw.command_fetch.CommandFetch`), the two windows and computes, one
+product or one quotient bit a cycle (one multiplier, :attr:`LayerCheck.CYCLES` cycles in all):
+
+- ``k`` = kernel_h * kernel_w * in_c, ``n_tiles`` = ceil(out_c / cols), ``pixels`` = batch * out_h *
+  out_w, ``m_tiles`` = ceil(pixels / rows);
+- the bytes the layer moves: its input (batch * in_h * in_w * in_c, rounded up to whole beats),
+  weights (n_tiles * k * cols, the engine's layout, rounded up), table (16 per output channel) and
+  output (pixels * out_c).
+
+Then ``done`` pulses with ``error`` (:data:`ERRORS`, every failed check's bit) and the values:
+
+- ``SHAPE``: an inconsistent layer. A FULLY_CONNECTED not 1x1 everywhere; a window that starts
+  outside the padded input ((out - 1) * stride >= in + pad); a padding as large as the filter's
+  extent ((kernel - 1) * dilation + 1); act_min > act_max.
+- ``UNSUPPORTED``: what this engine does not run yet (DEPTHWISE_CONV_2D, bypass).
+- ``TOO_BIG``: the input, the weights or the output larger than its buffer, more column tiles than
+  the core's tables hold, K of 2**24 or more.
+- ``MISALIGNED``: an address not a multiple of the bus width.
+- ``WINDOW``: a tensor not inside its window: input and output in the read-write window, weights
+  and table in the read-only one.
+
+Products saturate at 2**32 - 1 (so a huge layer fails TOO_BIG rather than wrapping into a small one).
+"""
+
+from amaranth import Cat, Module, Mux, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from . import commands
+from .table_loader import ENTRY_BYTES
+
+__all__ = ["ERRORS", "LayerCheck"]
+
+ERRORS = {"SHAPE": 0, "UNSUPPORTED": 1, "TOO_BIG": 2, "MISALIGNED": 3, "WINDOW": 4}
+
+_MAX = (1 << 32) - 1
+
+
+class LayerCheck(wiring.Component):
+    # (result, factor, factor): factors are command fields, earlier results, "<field>-1" or the constant "cols"
+    PRODUCTS = (
+        ("hw", "in_h", "in_w"), ("hwc", "hw", "in_c"), ("in_bytes", "hwc", "batch"),
+        ("khw", "kernel_h", "kernel_w"), ("k", "khw", "in_c"), ("ohw", "out_h", "out_w"),
+        ("pixels", "ohw", "batch"), ("out_bytes", "pixels", "out_c"),
+        ("span_h", "out_h-1", "stride_h"), ("span_w", "out_w-1", "stride_w"),
+        ("ext_h", "kernel_h-1", "dilation_h"), ("ext_w", "kernel_w-1", "dilation_w"),
+        ("kc", "k", "cols"),
+    )
+    # then ceil(out_c / cols) (17 quotient bits) and ceil(pixels / rows) (32), a bit a cycle, then the check:
+    # ``done`` pulses CYCLES + 1 cycles after the cycle of ``start``
+    CYCLES = len(PRODUCTS) + 17 + 32 + 3
+
+    def __init__(self, rows, cols, *, data_width=64, in_depth=4096, w_depth=4096, out_depth=4096, max_col_tiles=64):
+        self.rows, self.cols, self.data_width = rows, cols, data_width
+        self.in_depth, self.w_depth, self.out_depth, self.max_col_tiles = in_depth, w_depth, out_depth, max_col_tiles
+        super().__init__({
+            "start": In(1), "command": In(commands.layout()),
+            "ro_base": In(32), "ro_limit": In(33), "rw_base": In(32), "rw_limit": In(33),
+            "busy": Out(1), "done": Out(1), "error": Out(len(ERRORS)),
+            "k": Out(32), "n_tiles": Out(16), "pixels": Out(32), "m_tiles": Out(32),
+            "in_len": Out(32), "w_len": Out(32), "t_len": Out(32), "out_len": Out(32),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        c = self.command
+        nbytes = self.data_width // 8
+        val = {name: Signal(32, name=name) for name, _, _ in self.PRODUCTS}
+        operands = {**{f.name: c[f.name] for f in commands.FIELDS if f.name != "op"}, "cols": self.cols}
+        for f in ("out_h", "out_w", "kernel_h", "kernel_w"):
+            operands[f"{f}-1"] = c[f] - 1
+
+        step = Signal(range(len(self.PRODUCTS) + 2))
+        fa, fb = Signal(32), Signal(16)
+        with m.Switch(step):
+            for s, (_, a, b) in enumerate(self.PRODUCTS):
+                with m.Case(s):
+                    m.d.comb += [fa.eq(val[a] if a in val else operands[a]), fb.eq(operands[b])]
+        full = Signal(48)
+        product = Signal(32)
+        m.d.comb += [full.eq(fa * fb), product.eq(Mux(full[32:].any(), _MAX, full[:32]))]
+
+        # ceil(x / d) by restoring division, most significant quotient bit first
+        div_x, rem, quo = Signal(32), Signal(33), Signal(32)
+        bit = Signal(range(33))
+        trial = Signal(34)
+        divisor = Signal(16)
+        m.d.comb += trial.eq(Cat(div_x[31], rem) - divisor)
+
+        def start_division(x, d, bits):
+            # x + d - 1, so the quotient is rounded up (saturating: x is at most 2**32 - 1, then unchanged)
+            up = Signal(33, name=f"up_{bits}")
+            m.d.comb += up.eq(x + d - 1)
+            return [div_x.eq(Mux(up[32], _MAX, up[:32]) << (32 - bits)), rem.eq(0), quo.eq(0), bit.eq(bits),
+                    divisor.eq(d)]
+
+        division_step = [rem.eq(Mux(trial[33], Cat(div_x[31], rem)[:33], trial[:33])),
+                         quo.eq(Cat(~trial[33], quo[:31])), div_x.eq(div_x << 1), bit.eq(bit - 1)]
+
+        n_tiles = Signal(32)
+        m.d.sync += self.done.eq(0)
+        with m.FSM() as fsm:
+            with m.State("IDLE"), m.If(self.start):
+                m.d.sync += step.eq(0)
+                m.next = "PRODUCTS"
+            with m.State("PRODUCTS"):
+                m.d.sync += step.eq(step + 1)
+                for s, (name, _, _) in enumerate(self.PRODUCTS):
+                    with m.If(step == s):
+                        m.d.sync += val[name].eq(product)
+                with m.If(step == len(self.PRODUCTS) - 1):
+                    m.d.sync += start_division(c.out_c, self.cols, 17)
+                    m.next = "N_TILES"
+            with m.State("N_TILES"):
+                m.d.sync += division_step
+                with m.If(bit == 1):
+                    m.next = "N_DONE"
+            with m.State("N_DONE"):
+                m.d.sync += [n_tiles.eq(quo), *start_division(val["pixels"], self.rows, 32)]
+                m.next = "M_TILES"
+            with m.State("M_TILES"):
+                m.d.sync += division_step
+                with m.If(bit == 1):
+                    m.next = "WEIGHTS"
+            with m.State("WEIGHTS"):
+                m.d.sync += self.m_tiles.eq(quo)
+                m.next = "CHECK"
+            with m.State("CHECK"):
+                m.next = "IDLE"
+        m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
+
+        # weights = n_tiles * k * cols, saturating
+        w_full = Signal(48)
+        m.d.comb += w_full.eq(val["kc"] * n_tiles[:16])
+        w_bytes = Signal(32)
+        m.d.comb += w_bytes.eq(Mux(w_full[32:].any() | n_tiles[16:].any(), _MAX, w_full[:32]))
+
+        def beats(v):
+            up = Signal(33)
+            m.d.comb += up.eq(v + nbytes - 1)
+            return Mux(up[32], _MAX, up[:32] & ~(nbytes - 1))
+
+        in_len, w_len = Signal(32), Signal(32)
+        t_len = Signal(32)
+        m.d.comb += [in_len.eq(beats(val["in_bytes"])), w_len.eq(beats(w_bytes)), t_len.eq(c.out_c * ENTRY_BYTES)]
+
+        def inside(addr, length, base, limit):
+            return (addr >= base) & (addr + length <= limit)
+
+        is_fc = c.op == commands.OPS["FULLY_CONNECTED"]
+        ones = (c.in_h == 1) & (c.in_w == 1) & (c.out_h == 1) & (c.out_w == 1) & (c.kernel_h == 1) & (c.kernel_w == 1)
+        shape = (is_fc & ~ones) | (val["span_h"] >= c.in_h + c.pad_top) | (val["span_w"] >= c.in_w + c.pad_left) | \
+            (c.pad_top > val["ext_h"]) | (c.pad_left > val["ext_w"]) | (c.act_min > c.act_max)
+        unsupported = (c.op == commands.OPS["DEPTHWISE_CONV_2D"]) | c.bypass
+        too_big = (in_len > self.in_depth) | (w_len > self.w_depth) | (val["out_bytes"] > self.out_depth) | \
+            (n_tiles > self.max_col_tiles) | (val["k"] >= 1 << 24)
+        misaligned = ((c.input_addr | c.weights_addr | c.table_addr | c.output_addr) & (nbytes - 1)) != 0
+        window = ~inside(c.input_addr, in_len, self.rw_base, self.rw_limit) | \
+            ~inside(c.output_addr, val["out_bytes"], self.rw_base, self.rw_limit) | \
+            ~inside(c.weights_addr, w_len, self.ro_base, self.ro_limit) | \
+            ~inside(c.table_addr, t_len, self.ro_base, self.ro_limit)
+        with m.If(fsm.ongoing("CHECK")):
+            m.d.sync += [self.done.eq(1), self.error.eq(Cat(shape, unsupported, too_big, misaligned, window)),
+                         self.in_len.eq(in_len), self.w_len.eq(w_len), self.t_len.eq(t_len),
+                         self.out_len.eq(val["out_bytes"]), self.k.eq(val["k"]), self.n_tiles.eq(n_tiles),
+                         self.pixels.eq(val["pixels"])]
+        return m
