@@ -32,13 +32,15 @@ def with_field(raw, name, value):
     return bits.to_bytes(len(raw), "little")
 
 
-def run(dut, image, gos, rng, cycles=3000):
+def run(dut, image, gos, rng, cycles=3000, window=None):
     """Serve the read port from ``image`` (bytes at BASE); pulse go at the cycles in ``gos``; return the events."""
     nbytes = dut.data_width // 8
     events = []
 
     async def bench(ctx):
         ctx.set(dut.list_addr, BASE)
+        ctx.set(dut.win_base, BASE if window is None else window[0])
+        ctx.set(dut.win_limit, BASE + len(image) if window is None else window[1])
         beats, delay, last_error = [], 0, 0
         for t in range(cycles):
             ctx.set(dut.go, t in gos)
@@ -100,6 +102,8 @@ def test_the_decoded_fields_are_the_packed_ones():
     async def bench(ctx):
         ctx.set(dut.list_addr, BASE)
         image = cmd + commands.pack(op="END")
+        ctx.set(dut.win_base, BASE)
+        ctx.set(dut.win_limit, BASE + len(image))
         beats = []
         for t in range(400):
             ctx.set(dut.go, t == 1)
@@ -148,6 +152,38 @@ def test_a_bad_command_stops_the_list_with_its_index(bad, error):
     events = run(dut, image, {2}, rng)
     assert [e[1] for e in descs(events)] == [0, 1]
     assert [e for e in events if e[0] != "desc"] == [("error", 1 << ERRORS[error], 2)]
+
+
+@pytest.mark.parametrize(("window", "index"), [
+    ((BASE, BASE + 2 * 64 + 63), 2),      # the third command runs past the window's end
+    ((BASE + 8, BASE + 4096), 0),          # the list starts below the window
+])
+def test_a_list_outside_the_window_stops_before_the_read(window, index):
+    rng = random.Random(6)
+    image = conv() + conv() + conv() + commands.pack(op="END")
+    dut = CommandFetch(64)
+    events = run(dut, image, {2}, rng, window=window)
+    assert [e[1] for e in descs(events)] == list(range(index))
+    assert [e for e in events if e[0] != "desc"] == [("error", 1 << ERRORS["LIST"], index)]
+
+
+def test_a_misaligned_list_is_refused():
+    dut = CommandFetch(64)
+
+    async def bench(ctx):
+        ctx.set(dut.list_addr, BASE + 4)
+        ctx.set(dut.win_base, 0)
+        ctx.set(dut.win_limit, 1 << 32)
+        ctx.set(dut.go, 1)
+        await ctx.tick()
+        ctx.set(dut.go, 0)
+        for _ in range(5):
+            assert not ctx.get(dut.rd_cmd.valid)
+            await ctx.tick()
+        assert ctx.get(dut.error) == 1 << ERRORS["LIST"]
+        assert not ctx.get(dut.busy)
+
+    simulate(dut, bench)
 
 
 def test_parameters_refused():

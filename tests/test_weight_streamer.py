@@ -27,9 +27,10 @@ class Bench(wiring.Component):
         return m
 
 
-def run(cols, width, words, m_tiles, p_out, rng):
+def run(cols, width, k, n_tiles, m_tiles, p_out, rng):
     bench = Bench(cols, width)
     dut, buf = bench.dut, bench.buf
+    words = k * n_tiles
     weights = rng.randbytes(words * cols)
     out, when = [], []
 
@@ -42,7 +43,8 @@ def run(cols, width, words, m_tiles, p_out, rng):
             ctx.set(buf.w_strb, (1 << len(chunk)) - 1)
             await ctx.tick()
         ctx.set(buf.w_en, 0)
-        ctx.set(dut.words, words)
+        ctx.set(dut.k, k)
+        ctx.set(dut.n_tiles, n_tiles)
         ctx.set(dut.m_tiles, m_tiles)
         ctx.set(dut.start, 1)
         await ctx.tick()
@@ -64,12 +66,12 @@ def run(cols, width, words, m_tiles, p_out, rng):
 @pytest.mark.parametrize(("cols", "width"), [(8, 8), (4, 8), (3, 4), (16, 16)])
 def test_words_in_step_order(cols, width):
     rng = random.Random(cols)
-    out, want, _ = run(cols, width, rng.randint(1, 30), rng.randint(1, 4), 0.6, rng)
+    out, want, _ = run(cols, width, rng.randint(1, 15), rng.randint(1, 3), rng.randint(1, 4), 0.6, rng)
     assert out == want
 
 
 def test_full_rate():
-    out, want, when = run(8, 8, 20, 3, 1.0, random.Random(1))
+    out, want, when = run(8, 8, 10, 2, 3, 1.0, random.Random(1))
     assert out == want
     assert when == list(range(when[0], when[0] + 60))
     assert when[0] == 3

@@ -8,11 +8,17 @@ out, ``rd_data`` in: an :class:`hw.axi_reader.AxiReader`'s ``cmd`` and ``data``)
 - for a MAC op, every field with a minimum in :data:`hw.commands.FIELDS` is at least that
   minimum (zero shapes, strides, dilations are refused); otherwise ``error`` sets ``BAD_FIELD``.
 
+Before it reads a command it checks the command's 64 bytes lie in the read window (``win_base``,
+``win_limit``: the engine's read-only window) at an address aligned to the bus; otherwise ``error``
+sets ``LIST`` with the command's index, and nothing is read (the read port would refuse it).
+
 A good MAC command goes out on ``desc`` with its index in the list, and the next command is read
 once it is taken. ``END`` stops the list (``done`` pulses); ``BARRIER`` stops it too (``barrier``
 pulses) and the next ``go`` resumes after it, at ``next_addr``, rather than at ``list_addr``. A bad
 command stops the list with its error bit and its index in ``error_index`` (both held until the
-next ``go``); nothing after it is read. ``busy`` is high from ``go`` to the stop. Commands are
+next ``go``); nothing after it is read. ``busy`` is high from ``go`` to the stop. ``stop`` (held
+until ``busy`` falls) ends the list early, for the engine when a later stage refuses a command: a
+read in progress is completed (its beats are the read port's) and dropped, nothing is handed on. Commands are
 read one at a time (a command is 64 bytes, a few beats, against a layer of thousands of cycles).
 """
 
@@ -25,7 +31,7 @@ from .axi_reader import command_layout
 
 __all__ = ["ERRORS", "CommandFetch"]
 
-ERRORS = {"BAD_OP": 0, "BAD_FIELD": 1}
+ERRORS = {"BAD_OP": 0, "BAD_FIELD": 1, "LIST": 2}
 MAC_OPS = ("FULLY_CONNECTED", "CONV_2D", "DEPTHWISE_CONV_2D")
 COMMAND_BYTES = 4 * commands.WORDS
 
@@ -37,7 +43,7 @@ class CommandFetch(wiring.Component):
             raise ValueError(f"data_width must be 32, 64 or 128 bits, got {data_width!r}")
         self.data_width = data_width
         super().__init__({
-            "go": In(1), "list_addr": In(32),
+            "go": In(1), "stop": In(1), "list_addr": In(32), "win_base": In(32), "win_limit": In(33),
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "desc": Out(stream.Signature(data.StructLayout({"command": commands.layout(), "index": 16}))),
@@ -77,8 +83,17 @@ class CommandFetch(wiring.Component):
                 m.d.sync += barrier_pending.eq(0)
                 m.next = "READ"
             with m.State("READ"):
-                m.d.comb += self.rd_cmd.valid.eq(1)
-                with m.If(self.rd_cmd.ready):
+                outside = Signal()
+                m.d.comb += outside.eq((addr < self.win_base) | (addr + COMMAND_BYTES > self.win_limit)
+                                       | (addr[:(self.data_width // 8 - 1).bit_length()] != 0))
+                m.d.comb += self.rd_cmd.valid.eq(~outside & ~self.stop)
+                with m.If(self.stop):
+                    m.d.sync += self.busy.eq(0)
+                    m.next = "IDLE"
+                with m.Elif(outside):
+                    m.d.sync += [self.error.eq(1 << ERRORS["LIST"]), self.error_index.eq(index), self.busy.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(self.rd_cmd.ready):
                     m.d.sync += beat.eq(0)
                     m.next = "COLLECT"
             with m.State("COLLECT"):
@@ -91,7 +106,10 @@ class CommandFetch(wiring.Component):
                     with m.If(beat == beats - 1):
                         m.next = "CHECK"
             with m.State("CHECK"):
-                with m.If(~known):
+                with m.If(self.stop):
+                    m.d.sync += self.busy.eq(0)
+                    m.next = "IDLE"
+                with m.Elif(~known):
                     m.d.sync += [self.error.eq(1 << ERRORS["BAD_OP"]), self.error_index.eq(index),
                                  self.busy.eq(0)]
                     m.next = "IDLE"
@@ -109,8 +127,11 @@ class CommandFetch(wiring.Component):
                 with m.Else():
                     m.next = "HAND"
             with m.State("HAND"):
-                m.d.comb += self.desc.valid.eq(1)
-                with m.If(self.desc.ready):
+                m.d.comb += self.desc.valid.eq(~self.stop)
+                with m.If(self.stop):
+                    m.d.sync += self.busy.eq(0)
+                    m.next = "IDLE"
+                with m.Elif(self.desc.ready):
                     m.d.sync += [addr.eq(addr + COMMAND_BYTES), index.eq(index + 1)]
                     m.next = "READ"
         return m

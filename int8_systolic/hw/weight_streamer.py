@@ -3,8 +3,8 @@
 The weights are in the engine's layout (docs/engine.md): ``[n_tile][k][cols]``, one ``cols``-byte
 word per array step (``w[k][nt * cols + j]``, channels past N zero), from byte 0 of a
 :class:`hw.byte_buffer.ByteBuffer` at least ``cols`` bytes wide. On ``start`` the streamer offers,
-on ``o``, the ``n_tiles * k`` words in order, once per row tile (``m_tiles`` times): the weights of
-the core's steps, row tile outer, column tile inner, k innermost. ``busy`` is high from the cycle
+on ``o``, the ``n_tiles * k`` words in order (``k`` a column tile), once per row tile (``m_tiles``
+times): the weights of the core's steps, row tile outer, column tile inner, k innermost. ``busy`` is high from the cycle
 after ``start`` until the last word is taken. One word a cycle: reads are issued while the queue
 behind the buffer's latency has room for them.
 """
@@ -28,7 +28,7 @@ class WeightStreamer(wiring.Component):
                              f"got {cols!r}, {buffer_width!r}")
         self.cols, self.buffer_width, self.addr_width = cols, buffer_width, addr_width
         super().__init__({
-            "start": In(1), "words": In(32), "m_tiles": In(32),
+            "start": In(1), "k": In(24), "n_tiles": In(16), "m_tiles": In(32),
             "r_en": Out(1), "r_addr": Out(addr_width), "r_data": In(8 * buffer_width),
             "o": Out(stream.Signature(8 * cols)), "busy": Out(1),
         })
@@ -37,7 +37,8 @@ class WeightStreamer(wiring.Component):
         m = Module()
         cols = self.cols
         running = Signal()
-        word = Signal(32)          # the next word's index in the layer's weights
+        k = Signal(24)             # the next word's step in its column tile
+        nt = Signal(16)            # column tiles left after this one
         tile = Signal(32)          # row tiles left after this one
         addr = Signal(self.addr_width)
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * cols, depth=self._QUEUE)
@@ -46,15 +47,16 @@ class WeightStreamer(wiring.Component):
         issue = Signal()
         m.d.comb += issue.eq(running & (queue.level + in_flight < self._QUEUE))
         with m.If(self.start & ~self.busy):
-            m.d.sync += [running.eq((self.words != 0) & (self.m_tiles != 0)), word.eq(0), addr.eq(0),
-                         tile.eq(self.m_tiles - 1)]
+            m.d.sync += [running.eq((self.k != 0) & (self.n_tiles != 0) & (self.m_tiles != 0)), k.eq(0),
+                         nt.eq(self.n_tiles - 1), addr.eq(0), tile.eq(self.m_tiles - 1)]
         with m.Elif(issue):
-            with m.If(word == self.words - 1):
-                m.d.sync += [word.eq(0), addr.eq(0), tile.eq(tile - 1)]
-                with m.If(tile == 0):
-                    m.d.sync += running.eq(0)
-            with m.Else():
-                m.d.sync += [word.eq(word + 1), addr.eq(addr + cols)]
+            m.d.sync += [k.eq(k + 1), addr.eq(addr + cols)]
+            with m.If(k == self.k - 1):
+                m.d.sync += [k.eq(0), nt.eq(nt - 1)]
+                with m.If(nt == 0):
+                    m.d.sync += [nt.eq(self.n_tiles - 1), addr.eq(0), tile.eq(tile - 1)]
+                    with m.If(tile == 0):
+                        m.d.sync += running.eq(0)
         m.d.comb += [self.r_en.eq(issue), self.r_addr.eq(addr)]
         m.d.sync += pipe[0].eq(issue)
         for k in range(1, len(pipe)):

@@ -1,0 +1,264 @@
+"""The memory engine: the core fed from on-chip buffers that the engine fills itself, from a command list in memory.
+
+docs/engine.md is the design. This component is the engine without its register block: control
+signals in, an AXI4 master out (``m_axi_*``, :func:`hw.axi_reader.axi4_read_members` and
+:func:`hw.axi_writer.axi4_write_members`).
+
+Control: with ``list_addr`` and the two windows set, ``go`` starts the list (or resumes it after a
+BARRIER). For each MAC command, in order:
+
+1. :class:`hw.command_fetch.CommandFetch` reads it (inside the read-only window) and checks its op and
+   fields; :class:`hw.layer_check.LayerCheck` computes its sizes and checks them. A refused command
+   stops the list before anything of it is read: ``error`` (:data:`ERRORS`) and ``error_index`` (the
+   command's index in the list) hold until the next ``go``.
+2. The table (:class:`hw.table_loader.TableLoader`), the input and the weights
+   (:class:`hw.loader.Loader`, into byte-banked buffers) are read, sharing the read port
+   (:class:`hw.read_arbiter.ReadArbiter`).
+3. The layer runs: :class:`hw.window_gen.WindowGenerator` builds the activation steps from the input
+   buffer, :class:`hw.weight_streamer.WeightStreamer` streams the weights, the core (the GEMM
+   scheduler and framer of the AXI top launch it), and :class:`hw.result_packer.ResultPacker`
+   assembles the int8 NHWC output.
+4. The output is written (:class:`hw.axi_writer.AxiWriter`, inside the read-write window) and the
+   engine waits for its write responses before the next command.
+
+``END`` ends the list (``done`` pulses), ``BARRIER`` stops it (``barrier`` pulses). ``busy`` is high
+from ``go`` until then. A read or write answered with an error response sets ``BUS`` and the list
+stops after the command in progress.
+
+Buffers (bytes, powers of two): ``in_depth`` (a layer's input), ``w_depth`` (its weights, the
+engine's layout), ``out_depth`` (its output). This first engine runs a layer whose tensors fit its
+buffers, one layer at a time (loads, compute, write-back in turn): tiling and overlap come next
+(docs/engine.md, order of work).
+"""
+
+from amaranth import Module, Signal
+from amaranth.lib import wiring
+from amaranth.lib.wiring import In, Out
+
+from . import commands
+from .accelerator import Accelerator
+from .axi_reader import AxiReader, axi4_read_members
+from .axi_writer import AxiWriter, axi4_write_members
+from .byte_buffer import ByteBuffer
+from .command_fetch import ERRORS as FETCH_ERRORS
+from .command_fetch import CommandFetch
+from .gemm_scheduler import GemmScheduler
+from .layer_check import ERRORS as CHECK_ERRORS
+from .layer_check import LayerCheck
+from .loader import Loader
+from .read_arbiter import ReadArbiter
+from .result_framer import ResultFramer
+from .result_packer import ResultPacker
+from .table_loader import TableLoader
+from .weight_streamer import WeightStreamer
+from .window_gen import WindowGenerator
+
+__all__ = ["ERRORS", "Engine"]
+
+# the engine's error bits: the fetcher's, the layer check's, then a bus error response
+ERRORS = {**FETCH_ERRORS, **{name: len(FETCH_ERRORS) + bit for name, bit in CHECK_ERRORS.items()}}
+ERRORS["BUS"] = len(ERRORS)
+
+
+def _pow2(n):
+    return n >= 1 and n & (n - 1) == 0
+
+
+class Engine(wiring.Component):
+    """See the module docstring. ``rows``, ``cols``, ``rounding``, ``max_col_tiles``, ``ram``, ``dsp``: the core's
+    (:class:`hw.accelerator.Accelerator`); ``data_width``: the AXI4 master's (32, 64 or 128 bits);
+    ``in_depth``, ``w_depth``, ``out_depth``: the buffers' bytes."""
+
+    def __init__(self, rows=8, cols=8, *, data_width=64, in_depth=16384, w_depth=16384, out_depth=16384,
+                 max_col_tiles=64, rounding="double", ram="distributed", dsp="generic", max_burst=16,
+                 max_outstanding=4):
+        nbytes = data_width // 8 if data_width in (32, 64, 128) else 0
+        error = None
+        if not nbytes:
+            error = f"data_width must be 32, 64 or 128 bits, got {data_width!r}"
+        elif not (isinstance(cols, int) and 1 <= cols <= 32 and isinstance(rows, int) and rows >= 1):
+            error = f"rows must be >= 1 and cols in [1, 32], got {rows!r}, {cols!r}"
+        for name, v in (("in_depth", in_depth), ("w_depth", w_depth), ("out_depth", out_depth)):
+            if not (isinstance(v, int) and _pow2(v) and 64 <= v <= 1 << 22):
+                error = f"{name} must be a power of two in [64, 4 MiB] bytes, got {v!r}"
+        if error:
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(error)
+        self.rows, self.cols, self.data_width = rows, cols, data_width
+        self.in_depth, self.w_depth, self.out_depth = in_depth, w_depth, out_depth
+        self.max_col_tiles, self.max_burst, self.max_outstanding = max_col_tiles, max_burst, max_outstanding
+        self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp)
+        # the buffers' widths: a read of the window generator (at least 8 bytes) or a weight word, and a bus beat
+        self.in_width = max(8, nbytes)
+        self.w_width = max(min(w for w in (4, 8, 16, 32) if w >= cols), nbytes)
+        super().__init__({
+            "go": In(1), "list_addr": In(32),
+            "ro_base": In(32), "ro_limit": In(33), "rw_base": In(32), "rw_limit": In(33),
+            "busy": Out(1), "done": Out(1), "barrier": Out(1),
+            "error": Out(len(ERRORS)), "error_index": Out(16),
+            "bytes_read": Out(32), "bytes_written": Out(32),
+            **axi4_read_members(data_width), **axi4_write_members(data_width),
+        })
+
+    def elaborate(self, platform):
+        m = Module()
+        rows, cols = self.rows, self.cols
+        m.submodules.core = core = self.core
+        m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles,
+                                                   min_tile_steps=core.min_tile_steps, queue_depth=2, flight_depth=2)
+        m.submodules.framer = framer = ResultFramer(rows, n_width=len(sched.counts.n_tiles), depth=2,
+                                                    max_col_tiles=self.max_col_tiles)
+        m.submodules.reader = reader = AxiReader(self.data_width, max_burst=self.max_burst,
+                                                 max_outstanding=self.max_outstanding)
+        m.submodules.writer = writer = AxiWriter(self.data_width, max_burst=self.max_burst,
+                                                 max_outstanding=self.max_outstanding)
+        m.submodules.arbiter = arbiter = ReadArbiter(4, self.data_width)
+        m.submodules.fetch = fetch = CommandFetch(self.data_width)
+        m.submodules.check = check = LayerCheck(rows, cols, data_width=self.data_width, in_depth=self.in_depth,
+                                                w_depth=self.w_depth, out_depth=self.out_depth,
+                                                max_col_tiles=self.max_col_tiles)
+        m.submodules.tables = tables = TableLoader(cols, self.max_col_tiles, self.data_width)
+        in_bits, w_bits = (self.in_depth - 1).bit_length(), (self.w_depth - 1).bit_length()
+        m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth)
+        m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth)
+        m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
+        m.submodules.w_loader = w_loader = Loader(self.data_width, buffer_width=self.w_width, addr_width=w_bits)
+        m.submodules.gen = gen = WindowGenerator(rows, self.in_width, addr_width=in_bits)
+        m.submodules.streamer = streamer = WeightStreamer(cols, buffer_width=self.w_width, addr_width=w_bits)
+        m.submodules.packer = packer = ResultPacker(rows, cols, data_width=self.data_width, depth=self.out_depth)
+
+        # --- AXI4: the reader's and the writer's ports are the engine's ---
+        for name in axi4_read_members(self.data_width):
+            port, inner = getattr(self, name), getattr(reader, name)
+            m.d.comb += inner.eq(port) if name in ("m_axi_arready", "m_axi_rid", "m_axi_rdata", "m_axi_rresp",
+                                                   "m_axi_rlast", "m_axi_rvalid") else port.eq(inner)
+        for name in axi4_write_members(self.data_width):
+            port, inner = getattr(self, name), getattr(writer, name)
+            m.d.comb += inner.eq(port) if name in ("m_axi_awready", "m_axi_wready", "m_axi_bid", "m_axi_bresp",
+                                                   "m_axi_bvalid") else port.eq(inner)
+        # every address is checked against its window before it is issued (the fetcher, the layer check);
+        # the writer checks the read-write window again
+        m.d.comb += [reader.win_base.eq(0), reader.win_limit.eq(1 << 32),
+                     writer.win_base.eq(self.rw_base), writer.win_limit.eq(self.rw_limit),
+                     self.bytes_read.eq(reader.bytes_read), self.bytes_written.eq(writer.bytes_written)]
+
+        # --- the read port's clients: commands, tables, input, weights ---
+        wiring.connect(m, arbiter.cmd, reader.cmd)
+        wiring.connect(m, reader.data, arbiter.data)
+        for c, client in enumerate((fetch, tables, in_loader, w_loader)):
+            wiring.connect(m, client.rd_cmd, getattr(arbiter, f"cmd{c}"))
+            wiring.connect(m, getattr(arbiter, f"data{c}"), client.rd_data)
+        for loader, buf in ((in_loader, in_buf), (w_loader, w_buf)):
+            m.d.comb += [buf.w_en.eq(loader.w_en), buf.w_addr.eq(loader.w_addr), buf.w_data.eq(loader.w_data),
+                         buf.w_strb.eq(loader.w_strb)]
+        for reader_of, buf in ((gen, in_buf), (streamer, w_buf)):
+            m.d.comb += [buf.r_en.eq(reader_of.r_en), buf.r_addr.eq(reader_of.r_addr),
+                         reader_of.r_data.eq(buf.r_data)]
+
+        # --- the core: steps from the generator and the streamer, tables from the loader, results to the packer ---
+        m.d.comb += [core.act.payload.as_value()[:8 * rows].eq(gen.o.payload), core.act.valid.eq(gen.o.valid),
+                     gen.o.ready.eq(core.act.ready),
+                     core.wts.payload.as_value().eq(streamer.o.payload), core.wts.valid.eq(streamer.o.valid),
+                     streamer.o.ready.eq(core.wts.ready)]
+        wiring.connect(m, tables.cfg, core.cfg)
+        wiring.connect(m, sched.gemm, core.gemm)
+        m.d.comb += [framer.res_valid.eq(core.res.valid), core.res.ready.eq(framer.res_ready),
+                     framer.tready.eq(packer.res.ready), packer.res.valid.eq(framer.tvalid),
+                     packer.res.payload.eq(core.res.payload),
+                     framer.push.eq(sched.launched), framer.counts.eq(sched.counts), sched.done.eq(framer.done)]
+        wiring.connect(m, packer.beats, writer.data)
+
+        # --- the command in progress ---
+        cmd = Signal(commands.layout())
+        index = Signal(16)
+        m.d.comb += [fetch.list_addr.eq(self.list_addr), fetch.win_base.eq(self.ro_base),
+                     fetch.win_limit.eq(self.ro_limit),
+                     check.command.eq(cmd), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
+                     check.rw_base.eq(self.rw_base), check.rw_limit.eq(self.rw_limit)]
+        m.d.comb += [tables.addr.eq(cmd.table_addr), tables.channels.eq(cmd.out_c), tables.base.eq(0),
+                     in_loader.addr.eq(cmd.input_addr), in_loader.length.eq(check.in_len),
+                     w_loader.addr.eq(cmd.weights_addr), w_loader.length.eq(check.w_len)]
+        geometry = {f: cmd[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
+                                        "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
+        m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(check.n_tiles),
+                     gen.geometry.zero_point.eq(cmd.input_zero_point),
+                     streamer.k.eq(check.k), streamer.n_tiles.eq(check.n_tiles), streamer.m_tiles.eq(check.m_tiles),
+                     packer.pixels.eq(check.pixels), packer.channels.eq(cmd.out_c),
+                     writer.cmd.payload.addr.eq(cmd.output_addr), writer.cmd.payload.length.eq(check.out_len)]
+        desc = sched.desc
+        m.d.comb += [desc.k.eq(check.k), desc.n_tiles.eq(check.n_tiles), desc.base.eq(0), desc.end.eq(check.n_tiles),
+                     desc.depthwise.eq(0), desc.m_m1.eq(check.m_tiles - 1), desc.n_m1.eq(check.n_tiles - 1),
+                     desc.m_one.eq(check.m_tiles == 1), desc.n_one.eq(check.n_tiles == 1),
+                     desc.output_offset.eq(cmd.output_zero_point), desc.act_min.eq(cmd.act_min),
+                     desc.act_max.eq(cmd.act_max), desc.bypass.eq(0), desc.same_output.eq(0)]
+
+        bus_error = Signal()
+        with m.If(reader.rresp_error | writer.bresp_error | reader.error.any() | writer.error.any()):
+            m.d.sync += bus_error.eq(1)
+        loads_left = Signal(3)
+        for b, unit in enumerate((tables, in_loader, w_loader)):
+            with m.If(unit.done):
+                m.d.sync += loads_left[b].eq(0)
+        m.d.sync += [self.done.eq(0), self.barrier.eq(0)]
+        # the fetcher reads the next command while a layer runs: its END or BARRIER is kept for after the layer
+        list_end, list_barrier = Signal(), Signal()
+        with m.If(fetch.done):
+            m.d.sync += list_end.eq(1)
+        with m.If(fetch.barrier):
+            m.d.sync += list_barrier.eq(1)
+
+        def stop_with(bits):
+            return [self.error.eq(bits), self.busy.eq(0)]
+
+        with m.FSM():
+            with m.State("IDLE"), m.If(self.go):
+                m.d.comb += fetch.go.eq(1)
+                m.d.sync += [self.busy.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0), list_barrier.eq(0)]
+                m.next = "FETCH"
+            with m.State("FETCH"):
+                m.d.comb += fetch.desc.ready.eq(1)
+                with m.If(fetch.desc.valid):
+                    m.d.sync += [cmd.eq(fetch.desc.payload.command), index.eq(fetch.desc.payload.index)]
+                    m.next = "CHECK_START"
+                with m.Elif(list_end):
+                    m.d.sync += [self.done.eq(1), self.busy.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(list_barrier):
+                    m.d.sync += [self.barrier.eq(1), self.busy.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(fetch.error.any()):
+                    m.d.sync += [*stop_with(fetch.error), self.error_index.eq(fetch.error_index)]
+                    m.next = "IDLE"
+            with m.State("CHECK_START"):
+                m.d.comb += check.start.eq(1)
+                m.next = "CHECK"
+            with m.State("CHECK"), m.If(check.done):
+                with m.If(check.error.any()):
+                    m.d.sync += [*stop_with(check.error << len(FETCH_ERRORS)), self.error_index.eq(index)]
+                    m.next = "DRAIN_FETCH"
+                with m.Else():
+                    m.d.comb += [tables.start.eq(1), in_loader.start.eq(1), w_loader.start.eq(1)]
+                    m.d.sync += loads_left.eq(0b111)
+                    m.next = "LOAD"
+            with m.State("LOAD"), m.If(loads_left == 0):
+                m.d.comb += [sched.push.eq(1), gen.start.eq(1), streamer.start.eq(1), packer.start.eq(1)]
+                m.next = "COMPUTE"
+            with m.State("COMPUTE"), m.If(packer.full):
+                m.d.comb += packer.drain.eq(1)
+                m.next = "WRITE"
+            with m.State("WRITE"):
+                m.d.comb += writer.cmd.valid.eq(1)
+                with m.If(writer.cmd.ready):
+                    m.next = "WRITTEN"
+            with m.State("WRITTEN"), m.If(~packer.full & writer.idle):
+                with m.If(bus_error):
+                    m.d.sync += [*stop_with(1 << ERRORS["BUS"]), self.error_index.eq(index)]
+                    m.next = "DRAIN_FETCH"
+                with m.Else():
+                    m.next = "FETCH"
+            with m.State("DRAIN_FETCH"):
+                # the fetcher may be reading the next command already: stop it (its read completes)
+                m.d.comb += fetch.stop.eq(1)
+                with m.If(~fetch.busy):
+                    m.next = "IDLE"
+        return m
