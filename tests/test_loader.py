@@ -1,6 +1,6 @@
 """hw.loader in Amaranth's simulator: a copy's beats, given by a read port with random gaps, land at consecutive
-buffer addresses from 0 with every byte strobed; the read command is the one asked for; done pulses once, after
-the last write."""
+buffer addresses from 0 with every byte strobed, ``loaded`` counting them; the copy is asked for in commands of at
+most ``chunk`` bytes, in order; done pulses once, after the last write."""
 
 import random
 
@@ -10,17 +10,18 @@ from int8_systolic.hw.loader import Loader
 from int8_systolic.sim.amaranth_bench import simulate
 
 
-@pytest.mark.parametrize(("data_width", "buffer_width"), [(64, 8), (32, 8), (128, 16)])
-def test_beats_land_in_order(data_width, buffer_width):
+@pytest.mark.parametrize(("data_width", "buffer_width", "chunk"), [(64, 8, 64), (32, 8, 256), (128, 16, 32)])
+def test_beats_land_in_order(data_width, buffer_width, chunk):
     rng = random.Random(data_width)
-    dut = Loader(data_width, buffer_width=buffer_width, addr_width=12)
+    dut = Loader(data_width, buffer_width=buffer_width, addr_width=12, chunk=chunk)
     nbytes = data_width // 8
     copies = [(rng.randrange(0, 1 << 20) * nbytes, rng.randint(1, 40) * nbytes) for _ in range(3)]
-    seen = {"cmds": [], "writes": [], "done": 0}
+    seen = {"cmds": [], "writes": []}
 
     async def bench(ctx):
         for addr, length in copies:
             beats = [rng.getrandbits(data_width) for _ in range(length // nbytes)]
+            owed = 0          # beats of the commands taken, not yet given
             ctx.set(dut.addr, addr)
             ctx.set(dut.length, length)
             ctx.set(dut.start, 1)
@@ -29,16 +30,20 @@ def test_beats_land_in_order(data_width, buffer_width):
             writes, done_at = [], None
             for t in range(2000):
                 ctx.set(dut.rd_cmd.ready, rng.random() < 0.5)
-                offer = bool(beats) and rng.random() < 0.7 and len(seen["cmds"]) == len(seen["writes"]) + 1
+                offer = owed > 0 and rng.random() < 0.7
                 ctx.set(dut.rd_data.valid, offer)
                 if offer:
-                    ctx.set(dut.rd_data.payload, {"data": beats[0], "last": len(beats) == 1})
+                    ctx.set(dut.rd_data.payload, {"data": beats[0], "last": 0})
                 if ctx.get(dut.rd_cmd.valid) and ctx.get(dut.rd_cmd.ready):
-                    seen["cmds"].append(ctx.get(dut.rd_cmd.payload))
+                    cmd = ctx.get(dut.rd_cmd.payload)
+                    seen["cmds"].append((cmd["addr"], cmd["length"]))
+                    owed += cmd["length"] // nbytes
                 if offer and ctx.get(dut.rd_data.ready):
                     beats.pop(0)
+                    owed -= 1
                 if ctx.get(dut.w_en):
                     writes.append((ctx.get(dut.w_addr), ctx.get(dut.w_data), ctx.get(dut.w_strb)))
+                    assert ctx.get(dut.loaded) == (len(writes) - 1) * nbytes
                 if ctx.get(dut.done):
                     assert done_at is None
                     done_at = t
@@ -48,10 +53,13 @@ def test_beats_land_in_order(data_width, buffer_width):
             assert not beats
             assert done_at is not None
             assert not ctx.get(dut.busy)
+            assert ctx.get(dut.loaded) == length
             seen["writes"].append(writes)
 
     simulate(dut, bench)
-    assert [(c["addr"], c["length"]) for c in seen["cmds"]] == copies
+    # each copy asked for in commands of at most `chunk` bytes, in order
+    want = [(addr + o, min(chunk, length - o)) for addr, length in copies for o in range(0, length, chunk)]
+    assert seen["cmds"] == want
     for (_, length), writes in zip(copies, seen["writes"], strict=True):
         assert [w[0] for w in writes] == [n * nbytes for n in range(length // nbytes)]
         assert all(w[2] == (1 << nbytes) - 1 for w in writes)
@@ -60,3 +68,5 @@ def test_beats_land_in_order(data_width, buffer_width):
 def test_parameters_refused():
     with pytest.raises(ValueError, match="at least a beat"):
         Loader(128, buffer_width=8)
+    with pytest.raises(ValueError, match="chunk a power of two"):
+        Loader(64, chunk=100)

@@ -11,7 +11,8 @@ def test_shards_are_disjoint_deterministic_and_cover_every_job():
     jobs = regress.all_jobs()
     tags = [j.tag for j in jobs]
     # one job per configuration; the models of each block in one job (one simulation, one Verilator build)
-    assert len(set(tags)) == len(tags) == len(regress.CONFIGS) + len(regress.AXI_CONFIGS) + 2
+    configs = len(regress.CONFIGS) + len(regress.AXI_CONFIGS) + len(regress.ENGINE_CONFIGS)
+    assert len(set(tags)) == len(tags) == configs + 2
     models = [j for j in jobs if j.models]
     assert [list(j.models) for j in models] == [regress.MODELS, regress.AXI_MODELS]
     for n in (1, 2, 3, 5):

@@ -27,7 +27,7 @@ class Bench(wiring.Component):
         return m
 
 
-def run(cols, width, k, n_tiles, m_tiles, p_out, rng):
+def run(cols, width, k, n_tiles, m_tiles, p_out, rng, ramp=None):
     bench = Bench(cols, width)
     dut, buf = bench.dut, bench.buf
     words = k * n_tiles
@@ -46,10 +46,15 @@ def run(cols, width, k, n_tiles, m_tiles, p_out, rng):
         ctx.set(dut.k, k)
         ctx.set(dut.n_tiles, n_tiles)
         ctx.set(dut.m_tiles, m_tiles)
+        ctx.set(dut.avail, len(weights) if ramp is None else 0)
         ctx.set(dut.start, 1)
         await ctx.tick()
         ctx.set(dut.start, 0)
-        for t in range(words * m_tiles * 8 + 50):
+        for t in range(words * m_tiles * 8 + 50 + (0 if ramp is None else len(weights) // ramp)):
+            avail = len(weights) if ramp is None else min(len(weights), ramp * t)
+            ctx.set(dut.avail, avail)
+            if ctx.get(dut.r_en):
+                assert ctx.get(dut.r_addr) + cols <= avail, "a word read before it was loaded"
             ready = rng.random() < p_out
             ctx.set(dut.o.ready, ready)
             if ready and ctx.get(dut.o.valid):
@@ -67,6 +72,12 @@ def run(cols, width, k, n_tiles, m_tiles, p_out, rng):
 def test_words_in_step_order(cols, width):
     rng = random.Random(cols)
     out, want, _ = run(cols, width, rng.randint(1, 15), rng.randint(1, 3), rng.randint(1, 4), 0.6, rng)
+    assert out == want
+
+
+def test_words_wait_for_the_load():
+    rng = random.Random(3)
+    out, want, _ = run(8, 8, 12, 2, 3, 0.9, rng, ramp=2)
     assert out == want
 
 

@@ -35,15 +35,16 @@ class Bench(wiring.Component):
         return m
 
 
-def run(g, x, zero_point, n_tiles, rows, width, rng, p_out=0.8, max_cycles=60000):
+def run(g, x, zero_point, n_tiles, rows, width, rng, p_out=0.8, max_cycles=60000, ramp=None):
     """Load ``x`` into the buffer, run the layer; returns (steps out, reads issued, cycles from start to the
-    last step, the cycle of each step)."""
+    last step, the cycle of each step). With ``ramp``, ``avail`` says only ``ramp`` bytes more of the input are
+    in each cycle (as while the loader runs); each read's ``avail`` when it was issued goes in ``read_avail``."""
     bench = Bench(rows, width)
     gen, buf = bench.gen, bench.buf
     flat = np.asarray(x, np.int8).reshape(-1).view(np.uint8)
     m_tiles = -(-g.pixels // rows)
     expect = m_tiles * n_tiles * g.k
-    out = {"steps": [], "reads": [], "when": []}
+    out = {"steps": [], "reads": [], "when": [], "read_avail": []}
 
     async def testbench(ctx):
         for a in range(0, flat.size, width):
@@ -57,14 +58,21 @@ def run(g, x, zero_point, n_tiles, rows, width, rng, p_out=0.8, max_cycles=60000
         ctx.set(gen.geometry, {**{f: getattr(g, f) for f in (
             "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h", "stride_w",
             "dilation_h", "dilation_w", "pad_top", "pad_left")}, "n_tiles": n_tiles, "zero_point": zero_point})
+        ctx.set(gen.total, flat.size)
+        ctx.set(gen.avail, flat.size if ramp is None else 0)
         ctx.set(gen.start, 1)
         await ctx.tick()
         ctx.set(gen.start, 0)
+        avail_before = 0
         for t in range(max_cycles):
+            avail = flat.size if ramp is None else min(flat.size, ramp * t)
+            ctx.set(gen.avail, avail)
             ready = rng.random() < p_out
             ctx.set(gen.o.ready, ready)
-            if ctx.get(gen.r_en):
+            if ctx.get(gen.r_en):            # (issued in the cycle before)
                 out["reads"].append(ctx.get(gen.r_addr))
+                out["read_avail"].append(avail_before)
+            avail_before = avail
             if ready and ctx.get(gen.o.valid):
                 out["steps"].append(ctx.get(gen.o.payload).to_bytes(rows, "little"))
                 out["when"].append(t)
@@ -141,6 +149,26 @@ def test_edge_geometries(shape, filter_hw, stride, dilation, padding):
     out = run(g, x, 127, 1, 8, 8, rng)
     assert out["steps"] == expected_steps(g, x, 127, 1, 8, 8), str(g)
     assert same_reads(out["reads"], expected_reads(g, 1, 8, 8)), str(g)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_reads_wait_for_their_bytes_while_the_input_loads(seed):
+    """With the input arriving a few bytes a cycle, no read of a real byte is issued before that byte is in, and
+    the steps are unchanged."""
+    rng = random.Random(100 + seed)
+    g, x = random_layer(rng, 100 + seed)
+    out = run(g, x, 5, 2, 8, 8, rng, ramp=rng.choice([1, 3, 8]))
+    assert out["steps"] == expected_steps(g, x, 5, 2, 8, 8), str(g)
+    flat_reads = [rd for reads, _ in blocks(g, 8, 8) for rd in reads]
+    m_tiles = -(-g.pixels // 8)
+    per = len(flat_reads) // m_tiles
+    ref = [rd for mt in range(m_tiles) for _ in range(2) for rd in flat_reads[mt * per:(mt + 1) * per]]
+    size = x.size
+    assert len(ref) == len(out["read_avail"])
+    for rd, avail in zip(ref, out["read_avail"], strict=True):
+        real = [rd.addr + j for j in range(8) if not rd.pad >> j & 1]
+        if real and avail < size:
+            assert max(real) < avail, (rd, avail)
 
 
 def test_fully_connected_is_a_one_by_one_convolution():

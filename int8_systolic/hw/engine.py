@@ -11,24 +11,27 @@ BARRIER). For each MAC command, in order:
    fields; :class:`hw.layer_check.LayerCheck` computes its sizes and checks them. A refused command
    stops the list before anything of it is read: ``error`` (:data:`ERRORS`) and ``error_index`` (the
    command's index in the list) hold until the next ``go``.
-2. The table (:class:`hw.table_loader.TableLoader`), the input and the weights
-   (:class:`hw.loader.Loader`, into byte-banked buffers) are read, sharing the read port
-   (:class:`hw.read_arbiter.ReadArbiter`).
-3. The layer runs: :class:`hw.window_gen.WindowGenerator` builds the activation steps from the input
-   buffer, :class:`hw.weight_streamer.WeightStreamer` streams the weights, the core (the GEMM
-   scheduler and framer of the AXI top launch it), and :class:`hw.result_packer.ResultPacker`
-   assembles the int8 NHWC output.
-4. The output is written (:class:`hw.axi_writer.AxiWriter`, inside the read-write window) and the
-   engine waits for its write responses before the next command.
+2. The table is read into the core's tables (:class:`hw.table_loader.TableLoader`); then the input
+   and the weights (:class:`hw.loader.Loader`, into byte-banked buffers), in chunks that take turns
+   on the read port (:class:`hw.read_arbiter.ReadArbiter`).
+3. Once the table is in, the layer runs while the input and weights still arrive:
+   :class:`hw.window_gen.WindowGenerator` builds the activation steps from the input buffer and
+   :class:`hw.weight_streamer.WeightStreamer` streams the weights, each waiting for the bytes it
+   needs; the core (the GEMM scheduler and framer of the AXI top launch it) computes;
+   :class:`hw.result_packer.ResultPacker` assembles the int8 NHWC output and hands each completed
+   row tile's bytes to :class:`hw.axi_writer.AxiWriter` (inside the read-write window) as it goes.
+4. The engine waits for the output's write responses before the next command.
 
 ``END`` ends the list (``done`` pulses), ``BARRIER`` stops it (``barrier`` pulses). ``busy`` is high
-from ``go`` until then. A read or write answered with an error response sets ``BUS`` and the list
-stops after the command in progress.
+from the cycle after ``go`` until the engine is ready for the next ``go`` (with or after ``done``,
+``barrier`` or the error bits); a ``go`` while ``busy`` is ignored. A read or write answered with an
+error response sets ``BUS`` and the list stops after the command in progress. Reset the engine only
+together with its AXI slave (docs/engine.md, Reset).
 
 Buffers (bytes, powers of two): ``in_depth`` (a layer's input), ``w_depth`` (its weights, the
-engine's layout), ``out_depth`` (its output). This first engine runs a layer whose tensors fit its
-buffers, one layer at a time (loads, compute, write-back in turn): tiling and overlap come next
-(docs/engine.md, order of work).
+engine's layout), ``out_depth`` (its output). This engine runs a layer whose tensors fit its
+buffers, one layer at a time, loads and write-back overlapping that layer's compute; prefetching
+the next layer and tiling come next (docs/engine.md, order of work).
 """
 
 from amaranth import Module, Signal
@@ -183,6 +186,7 @@ class Engine(wiring.Component):
         m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(check.n_tiles),
                      gen.geometry.zero_point.eq(cmd.input_zero_point),
                      streamer.k.eq(check.k), streamer.n_tiles.eq(check.n_tiles), streamer.m_tiles.eq(check.m_tiles),
+                     gen.avail.eq(in_loader.loaded), gen.total.eq(check.in_len), streamer.avail.eq(w_loader.loaded),
                      packer.pixels.eq(check.pixels), packer.channels.eq(cmd.out_c),
                      writer.cmd.payload.addr.eq(cmd.output_addr), writer.cmd.payload.length.eq(check.out_len)]
         desc = sched.desc
@@ -195,11 +199,8 @@ class Engine(wiring.Component):
         bus_error = Signal()
         with m.If(reader.rresp_error | writer.bresp_error | reader.error.any() | writer.error.any()):
             m.d.sync += bus_error.eq(1)
-        loads_left = Signal(3)
-        for b, unit in enumerate((tables, in_loader, w_loader)):
-            with m.If(unit.done):
-                m.d.sync += loads_left[b].eq(0)
         m.d.sync += [self.done.eq(0), self.barrier.eq(0)]
+        written = Signal()      # the layer's write command is taken
         # the fetcher reads the next command while a layer runs: its END or BARRIER is kept for after the layer
         list_end, list_barrier = Signal(), Signal()
         with m.If(fetch.done):
@@ -234,31 +235,36 @@ class Engine(wiring.Component):
                 m.next = "CHECK"
             with m.State("CHECK"), m.If(check.done):
                 with m.If(check.error.any()):
-                    m.d.sync += [*stop_with(check.error << len(FETCH_ERRORS)), self.error_index.eq(index)]
+                    m.d.sync += [self.error.eq(check.error << len(FETCH_ERRORS)), self.error_index.eq(index)]
                     m.next = "DRAIN_FETCH"
                 with m.Else():
-                    m.d.comb += [tables.start.eq(1), in_loader.start.eq(1), w_loader.start.eq(1)]
-                    m.d.sync += loads_left.eq(0b111)
+                    # the table's read first: the layer starts when it is in
+                    m.d.comb += tables.start.eq(1)
                     m.next = "LOAD"
-            with m.State("LOAD"), m.If(loads_left == 0):
+            with m.State("LOAD"):
+                # the input and the weights: read in chunks, taking turns; the layer reads them as they come
+                m.d.comb += [in_loader.start.eq(1), w_loader.start.eq(1)]
+                m.next = "TABLE"
+            with m.State("TABLE"), m.If(~tables.busy):
                 m.d.comb += [sched.push.eq(1), gen.start.eq(1), streamer.start.eq(1), packer.start.eq(1)]
-                m.next = "COMPUTE"
-            with m.State("COMPUTE"), m.If(packer.full):
-                m.d.comb += packer.drain.eq(1)
-                m.next = "WRITE"
-            with m.State("WRITE"):
-                m.d.comb += writer.cmd.valid.eq(1)
+                m.next = "RUN"
+            with m.State("RUN"):
+                # the output is written as its row tiles complete: one write command for the whole tensor
+                m.d.comb += writer.cmd.valid.eq(~written)
                 with m.If(writer.cmd.ready):
-                    m.next = "WRITTEN"
-            with m.State("WRITTEN"), m.If(~packer.full & writer.idle):
-                with m.If(bus_error):
-                    m.d.sync += [*stop_with(1 << ERRORS["BUS"]), self.error_index.eq(index)]
-                    m.next = "DRAIN_FETCH"
-                with m.Else():
-                    m.next = "FETCH"
+                    m.d.sync += written.eq(1)
+                with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~w_loader.busy):
+                    m.d.sync += written.eq(0)
+                    with m.If(bus_error):
+                        m.d.sync += [self.error.eq(1 << ERRORS["BUS"]), self.error_index.eq(index)]
+                        m.next = "DRAIN_FETCH"
+                    with m.Else():
+                        m.next = "FETCH"
             with m.State("DRAIN_FETCH"):
                 # the fetcher may be reading the next command already: stop it (its read completes)
+                # (busy falls only then: a GO before it would be lost)
                 m.d.comb += fetch.stop.eq(1)
                 with m.If(~fetch.busy):
+                    m.d.sync += self.busy.eq(0)
                     m.next = "IDLE"
         return m

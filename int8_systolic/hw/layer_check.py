@@ -10,7 +10,8 @@ product or one quotient bit a cycle (one multiplier, :attr:`LayerCheck.CYCLES` c
   weights (n_tiles * k * cols, the engine's layout, rounded up), table (16 per output channel) and
   output (pixels * out_c).
 
-Then ``done`` pulses with ``error`` (:data:`ERRORS`, every failed check's bit) and the values:
+Then ``done`` pulses with ``error`` (:data:`ERRORS`: the bit of the first failed check in this
+order, one bit, so a user reads one reason) and the values:
 
 - ``SHAPE``: an inconsistent layer. A FULLY_CONNECTED not 1x1 everywhere; a window that starts
   outside the padded input ((out - 1) * stride >= in + pad); a padding as large as the filter's
@@ -163,7 +164,8 @@ class LayerCheck(wiring.Component):
             ~inside(c.weights_addr, w_len, self.ro_base, self.ro_limit) | \
             ~inside(c.table_addr, t_len, self.ro_base, self.ro_limit)
         with m.If(fsm.ongoing("CHECK")):
-            m.d.sync += [self.done.eq(1), self.error.eq(Cat(shape, unsupported, too_big, misaligned, window)),
+            failed = Cat(shape, unsupported, too_big, misaligned, window)
+            m.d.sync += [self.done.eq(1), self.error.eq(failed & -failed),
                          self.in_len.eq(in_len), self.w_len.eq(w_len), self.t_len.eq(t_len),
                          self.out_len.eq(val["out_bytes"]), self.k.eq(val["k"]), self.n_tiles.eq(n_tiles),
                          self.pixels.eq(val["pixels"])]

@@ -5,11 +5,15 @@ On ``start`` the loader reads ``length`` bytes at ``addr`` through a read port (
 ``n * bus bytes`` of a :class:`hw.byte_buffer.ByteBuffer` (``w_*``, the buffer's write port; the
 buffer at least a beat wide). ``addr`` and ``length`` are whole beats (the read port refuses
 others: the engine rounds a tensor's length up, and its allocator leaves the bytes after a tensor
-inside the window). ``done`` pulses after the last beat is written; ``busy`` is high from the cycle
-after ``start`` to then. The copy runs at the port's rate: the buffer takes a beat every cycle.
+inside the window). The copy is read in commands of at most ``chunk`` bytes, so that two loaders
+sharing the port through the arbiter take turns rather than one waiting for the other's whole
+tensor. ``loaded`` counts the bytes written so far (the engine starts computing on the first bytes
+and its readers wait for the bytes they need). ``done`` pulses after the last beat is written;
+``busy`` is high from the cycle after ``start`` to then. The copy runs at the port's rate: the
+buffer takes a beat every cycle.
 """
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -19,37 +23,40 @@ __all__ = ["Loader"]
 
 
 class Loader(wiring.Component):
-    def __init__(self, data_width=64, *, buffer_width=8, addr_width=16):
-        if not (data_width in (32, 64, 128) and buffer_width in (4, 8, 16, 32) and 8 * buffer_width >= data_width):
+    def __init__(self, data_width=64, *, buffer_width=8, addr_width=16, chunk=256):
+        if not (data_width in (32, 64, 128) and buffer_width in (4, 8, 16, 32) and 8 * buffer_width >= data_width
+                and isinstance(chunk, int) and chunk >= data_width // 8 and chunk & (chunk - 1) == 0):
             self._MustUse__silence = True  # a refused object is not an unused design
-            raise ValueError(f"data_width must be 32, 64 or 128 bits and buffer_width (4, 8, 16 or 32 bytes) at "
-                             f"least a beat, got {data_width!r}, {buffer_width!r}")
-        self.data_width, self.buffer_width, self.addr_width = data_width, buffer_width, addr_width
+            raise ValueError(f"data_width must be 32, 64 or 128 bits, buffer_width (4, 8, 16 or 32 bytes) at "
+                             f"least a beat and chunk a power of two of at least a beat, got {data_width!r}, "
+                             f"{buffer_width!r}, {chunk!r}")
+        self.data_width, self.buffer_width, self.addr_width, self.chunk = data_width, buffer_width, addr_width, chunk
         super().__init__({
             "start": In(1), "addr": In(32), "length": In(24),
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
-            "busy": Out(1), "done": Out(1),
+            "busy": Out(1), "done": Out(1), "loaded": Out(25),
         })
 
     def elaborate(self, platform):
         m = Module()
         nbytes = self.data_width // 8
-        issued = Signal()
-        dest = Signal(self.addr_width)
+        next_addr = Signal(32)
+        left = Signal(25)          # bytes not yet asked for
         m.d.sync += self.done.eq(0)
         with m.If(self.start & ~self.busy):
-            m.d.sync += [self.busy.eq(1), issued.eq(0), dest.eq(0)]
-        m.d.comb += [self.rd_cmd.valid.eq(self.busy & ~issued), self.rd_cmd.payload.addr.eq(self.addr),
-                     self.rd_cmd.payload.length.eq(self.length)]
+            m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0)]
+        # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients'
+        m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0)), self.rd_cmd.payload.addr.eq(next_addr),
+                     self.rd_cmd.payload.length.eq(Mux(left > self.chunk, self.chunk, left))]
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
-            m.d.sync += issued.eq(1)
-        m.d.comb += [self.rd_data.ready.eq(self.busy & issued), self.w_addr.eq(dest),
+            m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
+        m.d.comb += [self.rd_data.ready.eq(self.busy), self.w_addr.eq(self.loaded),
                      self.w_data.eq(self.rd_data.payload.data), self.w_strb.eq((1 << nbytes) - 1)]
         with m.If(self.rd_data.valid & self.rd_data.ready):
             m.d.comb += self.w_en.eq(1)
-            m.d.sync += dest.eq(dest + nbytes)
-            with m.If(self.rd_data.payload.last):
+            m.d.sync += self.loaded.eq(self.loaded + nbytes)
+            with m.If(self.loaded + nbytes >= self.length):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m

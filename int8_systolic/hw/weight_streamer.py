@@ -6,7 +6,8 @@ word per array step (``w[k][nt * cols + j]``, channels past N zero), from byte 0
 on ``o``, the ``n_tiles * k`` words in order (``k`` a column tile), once per row tile (``m_tiles``
 times): the weights of the core's steps, row tile outer, column tile inner, k innermost. ``busy`` is high from the cycle
 after ``start`` until the last word is taken. One word a cycle: reads are issued while the queue
-behind the buffer's latency has room for them.
+behind the buffer's latency has room for them, and once the word is loaded: ``avail`` is how many
+bytes of the weights are in the buffer (they may still be loading).
 """
 
 from amaranth import Module, Signal
@@ -28,7 +29,7 @@ class WeightStreamer(wiring.Component):
                              f"got {cols!r}, {buffer_width!r}")
         self.cols, self.buffer_width, self.addr_width = cols, buffer_width, addr_width
         super().__init__({
-            "start": In(1), "k": In(24), "n_tiles": In(16), "m_tiles": In(32),
+            "start": In(1), "k": In(24), "n_tiles": In(16), "m_tiles": In(32), "avail": In(25),
             "r_en": Out(1), "r_addr": Out(addr_width), "r_data": In(8 * buffer_width),
             "o": Out(stream.Signature(8 * cols)), "busy": Out(1),
         })
@@ -45,7 +46,7 @@ class WeightStreamer(wiring.Component):
         pipe = [Signal(name=f"pipe{k}") for k in range(ByteBuffer.LATENCY)]
         in_flight = Signal(range(ByteBuffer.LATENCY + 1))
         issue = Signal()
-        m.d.comb += issue.eq(running & (queue.level + in_flight < self._QUEUE))
+        m.d.comb += issue.eq(running & (addr + cols <= self.avail) & (queue.level + in_flight < self._QUEUE))
         with m.If(self.start & ~self.busy):
             m.d.sync += [running.eq((self.k != 0) & (self.n_tiles != 0) & (self.m_tiles != 0)), k.eq(0),
                          nt.eq(self.n_tiles - 1), addr.eq(0), tile.eq(self.m_tiles - 1)]

@@ -24,7 +24,9 @@ step a cycle (with ``rows == width``); a shorter chunk costs ``rows`` read cycle
 :attr:`WindowGenerator.SETUP` cycles on the layer's constants (products of the geometry, one
 multiplier used in turn).
 
-Contract: ``geometry`` holds from ``start`` until ``busy`` falls. The caller (the engine) has
+The input may still be loading: ``avail`` is how many of its ``total`` bytes are in the buffer (from
+byte 0), and a read waits until the bytes it covers are in (or the whole input is: a read past
+its end is padding). Contract: ``geometry`` holds from ``start`` until ``busy`` falls. The caller (the engine) has
 checked that the input fits the buffer and that the output pixels' windows start inside the
 padded input ((out - 1) * stride < in + pad, pad < the filter's extent), so every product and
 sum fits 32 bits; a read of a padding byte may address anything (it is masked), a real byte is
@@ -82,6 +84,7 @@ class WindowGenerator(wiring.Component):
         self.rows, self.width, self.addr_width = rows, width, addr_width
         super().__init__({
             "start": In(1), "geometry": In(geometry_layout()), "busy": Out(1),
+            "avail": In(25), "total": In(25),
             "r_en": Out(1), "r_addr": Out(addr_width), "r_data": In(8 * width),
             "o": Out(stream.Signature(8 * rows)),
         })
@@ -140,7 +143,7 @@ class WindowGenerator(wiring.Component):
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * width + (width + 1).bit_length(), depth=self._QUEUE)
         in_flight = Signal(range(self._STAGES + 1))
         issue = Signal()
-        m.d.comb += issue.eq(running & (queue.level + in_flight < self._QUEUE))
+        waiting = Signal()      # the read's bytes are not all loaded yet
 
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
@@ -170,6 +173,10 @@ class WindowGenerator(wiring.Component):
         m.d.comb += last_chunk.eq(off + width >= run_len)
         last_run = Signal()
         m.d.comb += last_run.eq((kh == g.kernel_h - 1) & ((g.dilation_w == 1) | (kw == g.kernel_w - 1)))
+        addr_now = Signal(32)
+        m.d.comb += addr_now.eq(cur_base + kh_wc + kw_c + off)
+        m.d.comb += [waiting.eq((self.avail < self.total) & (addr_now.as_signed() + width > self.avail)),
+                     issue.eq(running & ~waiting & (queue.level + in_flight < self._QUEUE))]
         with m.If(issue):
             with m.If(first):
                 m.d.sync += [pix_base[i].eq(cur_base), pix_y[i].eq(cur_y), pix_x[i].eq(cur_x), pix_ok[i].eq(cur_ok)]
@@ -213,7 +220,7 @@ class WindowGenerator(wiring.Component):
         remaining = Signal(32)
         m.d.comb += remaining.eq(run_len - off)
         m.d.sync += [s1_valid.eq(issue), s1_ok.eq(cur_ok), s1_last.eq(i == rows - 1),
-                     s1_addr.eq(cur_base + kh_wc + kw_c + off), s1_off.eq(off), s1_len.eq(run_len),
+                     s1_addr.eq(addr_now), s1_off.eq(off), s1_len.eq(run_len),
                      s1_y.eq(cur_y + kh_rows), s1_x.eq(cur_x + kw_c),
                      s1_n.eq(Mux(remaining < width, remaining, width))]
         m.d.comb += [self.r_en.eq(s1_valid), self.r_addr.eq(s1_addr[:self.addr_width])]

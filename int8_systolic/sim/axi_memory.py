@@ -28,6 +28,13 @@ from cocotbext.axi.memory import Memory
 __all__ = ["LatencyAxiRam"]
 
 
+async def _room(channel):
+    """Wait until ``channel`` (a cocotbext-axi stream source) can take an item without waiting."""
+    while channel.full():
+        channel.dequeue_event.clear()
+        await channel.dequeue_event.wait()
+
+
 class _LatencyRead(AxiRamRead):
     def __init__(self, bus, clock, reset=None, *, latency, outstanding, **kwargs):
         self.latency, self.outstanding = latency, outstanding
@@ -35,6 +42,7 @@ class _LatencyRead(AxiRamRead):
         self._arrived = Event()
         self._cycle = 0
         self._clock = clock
+        self._epoch = 0      # resets so far: a burst being answered when one comes is dropped
         super().__init__(bus, clock, reset, **kwargs)
         cocotb.start_soon(self._count())
         cocotb.start_soon(self._answer())   # one for the model's life; a reset empties its queue
@@ -43,6 +51,7 @@ class _LatencyRead(AxiRamRead):
         super()._handle_reset(state)
         if state:
             self._pending.clear()
+            self._epoch += 1
 
     async def _count(self):
         while True:
@@ -68,6 +77,7 @@ class _LatencyRead(AxiRamRead):
                 await RisingEdge(self._clock)
             if not self._pending or self._pending[0][1] is not ar:   # a reset emptied the queue meanwhile
                 continue
+            epoch = self._epoch
             addr, beats, size = int(ar.araddr), int(ar.arlen) + 1, int(ar.arsize)
             assert int(ar.arburst) == AxiBurstType.INCR, "only INCR bursts are modelled"
             assert 0x1000 - (addr & 0xFFF) >= beats << size, f"read burst at {addr:#x} crosses 4 KB"
@@ -76,7 +86,10 @@ class _LatencyRead(AxiRamRead):
                 r = self.r_channel._transaction_obj()
                 r.rid, r.rlast, r.rresp = int(getattr(ar, "arid", 0)), n == beats - 1, AxiResp.OKAY
                 r.rdata = int.from_bytes(await self._read(word, self.byte_lanes), "little")
-                await self.r_channel.send(r)
+                await _room(self.r_channel)
+                if self._epoch != epoch:       # reset mid-burst: its other beats are never sent
+                    break
+                self.r_channel.send_nowait(r)  # (no await between the check and the queue)
             if self._pending and self._pending[0][1] is ar:
                 self._pending.popleft()
 
@@ -84,17 +97,23 @@ class _LatencyRead(AxiRamRead):
 class _LatencyWrite(AxiRamWrite):
     def __init__(self, bus, clock, reset=None, *, latency, **kwargs):
         self.latency = latency
+        self._epoch = 0      # resets so far: a response due when one comes is dropped
         super().__init__(bus, clock, reset, **kwargs)
         self._clock = clock
         self._b_source = self.b_channel
-        self.b_channel = _DelayedB(self._b_source, clock, latency)
+        self.b_channel = _DelayedB(self._b_source, clock, latency, self)
+
+    def _handle_reset(self, state):
+        super()._handle_reset(state)
+        if state:
+            self._epoch += 1
 
 
 class _DelayedB:
     """Stands in for the B channel: each response goes out ``latency`` cycles after the burst's last beat."""
 
-    def __init__(self, source, clock, latency):
-        self.source, self.clock, self.latency = source, clock, latency
+    def __init__(self, source, clock, latency, owner):
+        self.source, self.clock, self.latency, self.owner = source, clock, latency, owner
         self.bus = source.bus
 
     def _transaction_obj(self):
@@ -104,9 +123,12 @@ class _DelayedB:
         cocotb.start_soon(self._later(b))
 
     async def _later(self, b):
+        epoch = self.owner._epoch
         for _ in range(self.latency):
             await RisingEdge(self.clock)
-        await self.source.send(b)
+        await _room(self.source)
+        if self.owner._epoch == epoch:    # (a reset meanwhile drops the response)
+            self.source.send_nowait(b)
 
     def clear(self):
         self.source.clear()

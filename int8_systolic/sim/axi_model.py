@@ -45,13 +45,9 @@ class AxiMemoryModel:
         return getattr(self.dut, f"m_axi_{name}")
 
     def _check_burst(self, kind, addr, beats, size, burst, windows):
-        problems = None
-        for window in windows:
-            problems = burst_violations(kind, addr, beats, size, burst, data_bytes=self.nbytes,
-                                        max_burst=self.max_burst, window=window)
-            if not problems:
-                return
-        raise AssertionError(f"cycle {self.t}: {kind} burst at 0x{addr:x} of {beats} beats: {problems}")
+        problems = burst_violations(kind, addr, beats, size, burst, data_bytes=self.nbytes, max_burst=self.max_burst,
+                                    window=windows)
+        assert not problems, f"cycle {self.t}: {problems}"
 
     def cycle(self, ctx):
         p, t, nb = self._p, self.t, self.nbytes

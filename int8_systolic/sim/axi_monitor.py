@@ -33,7 +33,8 @@ _CHANNELS = {
 def burst_violations(kind, addr, beats, size, burst, *, data_bytes, max_burst, window=None):
     """What is wrong with one AXI4 ``kind`` ("read" or "write") burst request, as texts (none: a good one): not
     INCR, not the bus's size, unaligned, longer than ``max_burst``, across a 4 KB boundary, outside ``window``
-    ((base, limit) or None). Shared by the cocotb monitor and the Amaranth-simulator tests of the masters."""
+    ((base, limit), a list of them the burst must lie in one of, or None). Shared by the cocotb monitor and the
+    Amaranth-simulator tests of the masters and the engine."""
     out = []
     if burst != 1:
         out.append(f"{kind} burst type {burst}, not INCR")
@@ -45,9 +46,11 @@ def burst_violations(kind, addr, beats, size, burst, *, data_bytes, max_burst, w
         out.append(f"{kind} burst of {beats} beats, more than {max_burst}")
     if addr // 4096 != (addr + beats * data_bytes - 1) // 4096:
         out.append(f"{kind} burst at {addr:#x} of {beats} beats crosses a 4 KB boundary")
-    if window is not None and not (window[0] <= addr and addr + beats * data_bytes <= window[1]):
-        out.append(f"{kind} burst at {addr:#x} of {beats} beats outside the {kind} window "
-                   f"[{window[0]:#x}, {window[1]:#x})")
+    windows = [] if window is None else [window] if isinstance(window[0], int) else list(window)
+    end = addr + beats * data_bytes
+    if windows and not any(base <= addr and end <= limit for base, limit in windows):
+        named = " or ".join(f"[{base:#x}, {limit:#x})" for base, limit in windows)
+        out.append(f"{kind} burst at {addr:#x} of {beats} beats outside the {kind} window {named}")
     return out
 
 
@@ -64,9 +67,10 @@ def _value(signal):
 
 class AxiMonitor:
     def __init__(self, dut, clock, *, data_bytes, max_burst=256, read_window=None, write_window=None,
-                 prefix="m_axi_"):
+                 prefix="m_axi_", reset=None):
         self.dut, self.clock, self.prefix, self.bytes, self.max_burst = dut, clock, prefix, data_bytes, max_burst
         self.read_window, self.write_window = read_window, write_window   # (base, limit) or a callable giving it
+        self.reset_signal = reset     # active high: the master and its slave reset together, every burst dropped
         self.channels = {c: spec for c, spec in _CHANNELS.items() if hasattr(dut, prefix + spec[0])}
         self.violations = []
         self.reads = self.writes = self.read_bytes = self.written_bytes = 0
@@ -105,17 +109,29 @@ class AxiMonitor:
             self._fail(f"not idle: {len(self._reads)} reads unanswered, {len(self._writes)} write bursts without "
                        f"all their beats, {len(self._w_done)} W bursts without an AW, {self._unanswered} without B")
 
+    def reset(self):
+        """The master and its slave were reset together: forget every burst in flight (AXI drops them all)."""
+        self._reads.clear()
+        self._writes.clear()
+        self._w_done.clear()
+        self._w_ahead = self._unanswered = 0
+        self._last = {}
+
     async def _run(self):
-        last = {}
+        self._last = {}
         while True:
             await RisingEdge(self.clock)
             await ReadOnly()
             self.cycle += 1
+            if self.reset_signal is not None and _bit(self.reset_signal):
+                self.reset()
+                continue
             now = {}
             for c, (valid, ready, payload) in self.channels.items():
                 v, r = _bit(self._sig(valid)), _bit(self._sig(ready))
                 p = tuple(_value(self._sig(s)) for s in payload) if v else None   # undriven unless valid
                 now[c] = (v, r, p)
+                last = self._last
                 if c in last and last[c][0] and not last[c][1]:
                     if not v:
                         self._fail(f"{c.upper()}VALID dropped before {c.upper()}READY")
@@ -164,4 +180,4 @@ class AxiMonitor:
                     if self._unanswered == 0:
                         self._fail("B response with no write burst awaiting one")
                     self._unanswered -= 1
-            last = now
+            self._last = now

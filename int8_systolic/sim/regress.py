@@ -2,6 +2,7 @@
 
 Jobs: int8_systolic/sim/tb_accelerator.py through cocotb-test for each (simulator, rows x cols, rounding)
 below; int8_systolic/sim/tb_axi.py (the AXI top, through the register-level driver) for each of AXI_CONFIGS;
+int8_systolic/sim/tb_engine.py (the memory engine from command lists in memory) for each of ENGINE_CONFIGS;
 then the four wake-word models (20 steps each), the generated CNN and the five MLPerf
 Tiny class models (one inference each) with every MAC layer on the RTL (int8_systolic/sim/tb_model.py,
 compared with golden and TFLM), and two of them through the AXI top's descriptor queue: the
@@ -60,6 +61,11 @@ AXI_CONFIGS = [("icarus", 1, 4, "double", "generic"), ("icarus", 2, 3, "double",
                ("verilator", 8, 8, "double", "generic"), ("verilator", 8, 8, "single", "ecp5")]
 AXI_MODELS = [("okay_nabu", 20), ("keyword_spotting", 1)]
 AXI_TESTS = 7
+# The memory engine (int8_systolic/sim/tb_engine.py): (simulator, rows, cols, data width, memory latency, random
+# layers); Icarus on 4x4 (it simulates the 8x8 engine ~4x slower)
+ENGINE_CONFIGS = [("verilator", 8, 8, 64, 20, 8), ("verilator", 8, 8, 32, 30, 6), ("verilator", 8, 8, 128, 20, 6),
+                  ("icarus", 4, 4, 64, 20, 2)]
+ENGINE_TESTS = 3
 SIM_DIR = build_root() / "sim"
 
 
@@ -87,6 +93,7 @@ class Job:
     config: tuple = None       # (simulator, rows, cols, rounding, dsp)
     models: tuple = None       # ((name, steps), ...): run one after another in one simulation
     axi: bool = False          # the AXI top's testbench (config) or the model through the AXI top (model)
+    engine: tuple = None       # (simulator, rows, cols, data width, latency, layers): the memory engine's testbench
 
 
 def config_tag(simulator, r, c, rounding, dsp):
@@ -106,6 +113,9 @@ def all_jobs():
         simulator, r, c = cfg[:3]
         jobs.append(Job("axi_" + config_tag(*cfg), 20.0 if simulator == "icarus" else 30 + 0.35 * r * c,
                         config=cfg, axi=True))
+    for cfg in ENGINE_CONFIGS:
+        simulator, r, c, width = cfg[:4]
+        jobs.append(Job(f"engine_{simulator}_{r}x{c}_{width}", 200.0 if simulator == "icarus" else 70.0, engine=cfg))
     # (a Verilator build of ~45 s, then ~10 s of simulation a model)
     jobs.append(Job("models", 45.0 + 10 * len(MODELS), models=tuple(MODELS)))
     jobs.append(Job("models_axi", 45.0 + 10 * len(AXI_MODELS), models=tuple(AXI_MODELS), axi=True))
@@ -135,6 +145,23 @@ def run_job(job, *, seed, problems, max_dim, waves):
 
     t0 = time.monotonic()
     error = None
+    if job.engine:
+        from ..hw.engine import Engine
+        from .runner import run_component
+
+        simulator, r, c, width, latency, layers = job.engine
+        try:
+            results = run_component(simulator, Engine(r, c, data_width=width), "int8_systolic_engine",
+                                    "int8_systolic.sim.tb_engine", tag=f"engine_{r}x{c}_{width}",
+                                    extra_env={"TB_SEED": str(seed), "TB_LATENCY": str(latency),
+                                               "TB_LAYERS": str(layers), "TB_COLS": str(c)},
+                                    waves=waves, optimize=False)
+        except SystemExit as exc:
+            error, results = str(exc) or type(exc).__name__, []
+        return {"job": job.tag, "config": f"engine {r}x{c} {width}-bit", "simulator": simulator, "tests": len(results),
+                "expected_tests": ENGINE_TESTS, "compared": sum(x["compared"] for x in results),
+                "failures": (1 if error else 0), "cycles": sum(x.get("cycles", 0) for x in results),
+                "seconds": round(time.monotonic() - t0, 1), "error": error}
     if job.config and job.axi:
         simulator, r, c, rounding, dsp = job.config
         suffix = ("" if dsp == "generic" else f"_{dsp}") + "_axi"

@@ -1,0 +1,138 @@
+"""Random MAC layers for the memory engine's tests, the memory image they run from, and the check of the result.
+
+Shared by the Amaranth-simulator tests (tests/test_engine.py) and the cocotb testbench (sim/tb_engine.py). A
+:class:`Layer` is a random CONV_2D or FULLY_CONNECTED layer (any geometry, zero points at both ends, per-channel
+multipliers putting outputs across the int8 range) with its golden output (:func:`golden.kernels.conv_2d_kernel`,
+computed here, never by the engine's own code). An :class:`Image` lays layers out in memory as the compiler
+would: the command list and the weights and tables in the read-only window, inputs and outputs in the read-write
+window. :func:`check_memory` compares every output with golden and checks nothing else changed.
+"""
+
+import random
+
+import numpy as np
+
+from ..golden.fixedpoint import quantize_multiplier
+from ..golden.kernels import conv_2d_kernel
+from ..host.engine_layout import mac_command, table_image, weights_image
+from ..host.windows import Geometry
+from ..hw import commands
+
+__all__ = ["LIST", "MEMORY", "RO", "RW", "Image", "Layer", "check_memory", "poke"]
+
+RO = (0x0000, 0x10000)      # commands, weights, tables
+RW = (0x10000, 0x20000)     # activations
+MEMORY = 0x20000
+LIST = 0x0
+
+
+class Layer:
+    """A random CONV_2D (or FULLY_CONNECTED) layer, its parameters and its golden output."""
+
+    def __init__(self, rng, seed, *, fc=False, shape=None, filter_hw=None, stride=None, dilation=None,
+                 padding=None, out_c=None):
+        nrng = np.random.default_rng(seed)
+        if fc:
+            batch, k = shape or (rng.randint(1, 6), rng.randint(1, 40))
+            shape, filter_hw, stride, dilation, padding = (batch, 1, 1, k), (1, 1), (1, 1), (1, 1), "VALID"
+        else:
+            shape = shape or (rng.choice([1, 1, 2]), rng.randint(1, 7), rng.randint(1, 7), rng.choice([1, 3, 4, 8, 9]))
+            filter_hw = filter_hw or (rng.randint(1, 3), rng.randint(1, 3))
+            stride = stride or (rng.randint(1, 2), rng.randint(1, 2))
+            dilation = dilation or (rng.choice([1, 1, 2]), rng.choice([1, 1, 2]))
+            padding = padding or rng.choice(["SAME", "VALID"])
+            if padding == "VALID" and any((k - 1) * d + 1 > s for k, d, s in zip(filter_hw, dilation, shape[1:3],
+                                                                                  strict=True)):
+                padding = "SAME"
+        self.op = "FULLY_CONNECTED" if fc else "CONV_2D"
+        self.g = Geometry.of(shape, filter_hw, stride, dilation, padding)
+        self.out_c = out_c or rng.randint(1, 11)
+        self.x = nrng.integers(-128, 128, shape).astype(np.int8)
+        self.w = nrng.integers(-127, 128, (self.out_c, *filter_hw, shape[3])).astype(np.int8)
+        self.bias = nrng.integers(-(2**16), 2**16, self.out_c).astype(np.int32)
+        k = self.g.k
+        # outputs spread over the int8 range (an accumulator's spread is about 5000 * sqrt(K))
+        real = np.exp(nrng.uniform(np.log(2.0**-4), np.log(2.0), self.out_c)) / (np.sqrt(k) * 128)
+        self.mult, shift = quantize_multiplier(real, "double")
+        self.shift = np.minimum(shift, 30)
+        self.zp_in = rng.choice([-128, 127, rng.randint(-128, 127)])
+        self.zp_out = rng.choice([-128, 127, rng.randint(-128, 127)])
+        self.act = sorted(rng.sample(range(-128, 128), 2)) if rng.random() < 0.3 else [-128, 127]
+        self.stride, self.dilation, self.padding = stride, dilation, padding
+
+    def expected(self):
+        out = conv_2d_kernel(self.x, self.w, self.bias, input_offset=-self.zp_in, output_multiplier=self.mult,
+                             output_shift=self.shift, output_offset=self.zp_out, stride=self.stride,
+                             dilation=self.dilation, padding=self.padding, quantized_activation_min=self.act[0],
+                             quantized_activation_max=self.act[1])
+        return out.astype(np.int8).tobytes()
+
+
+class Image:
+    """A memory image: command list at LIST, weights and tables after it (read-only window), inputs and outputs in
+    the read-write window; every tensor aligned to 64 bytes."""
+
+    def __init__(self, seed, cols):
+        self.cols = cols
+        self.mem = bytearray(random.Random(seed).randbytes(MEMORY))   # not zeros: a stray write shows
+        self.ro, self.rw = 0x1000, RW[0]
+        self.list = []
+        self.outputs = []        # (addr, expected bytes)
+
+    def _put(self, region, data):
+        addr = getattr(self, region)
+        self.mem[addr:addr + len(data)] = data
+        setattr(self, region, addr + -(-max(len(data), 1) // 64) * 64)
+        return addr
+
+    def _reserve(self, n):
+        addr = self.rw
+        self.rw += -(-n // 64) * 64
+        return addr
+
+    def add(self, layer, **override):
+        """Place ``layer`` and append its command (``override``: fields set to any bits, :func:`poke`)."""
+        w_addr = self._put("ro", weights_image(layer.w, self.cols))
+        t_addr = self._put("ro", table_image(layer.bias, layer.w, layer.zp_in, layer.mult, layer.shift))
+        in_addr = self._put("rw", layer.x.tobytes())
+        expected = layer.expected()
+        out_addr = self._reserve(len(expected))
+        fields = {"input_addr": in_addr, "weights_addr": w_addr, "table_addr": t_addr, "output_addr": out_addr,
+                      "input_zero_point": layer.zp_in, "output_zero_point": layer.zp_out, "act_min": layer.act[0],
+                      "act_max": layer.act[1]}
+        raw = mac_command(layer.op, layer.g, layer.out_c, **fields)
+        if override:
+            raw = poke(raw, **override)
+        self.list.append(raw)
+        self.outputs.append((out_addr, expected))
+
+    def raw(self, raw):
+        self.list.append(raw)
+
+    def finish(self, at=LIST):
+        """Write the list so far, with END, at ``at``; the next list starts empty."""
+        data = b"".join(self.list) + commands.pack(op="END")
+        assert at + len(data) <= 0x1000
+        self.mem[at:at + len(data)] = data
+        self.list = []
+
+
+def poke(raw, **fields):
+    """A descriptor with fields set to any bits (pack refuses what the engine must refuse too)."""
+    bits = int.from_bytes(raw, "little")
+    for name, value in fields.items():
+        f = next(f for f in commands.FIELDS if f.name == name)
+        bits = bits & ~(((1 << f.width) - 1) << f.bit) | (value & ((1 << f.width) - 1)) << f.bit
+    return bits.to_bytes(len(raw), "little")
+
+
+def check_memory(mem, before, written):
+    """Every output (address, expected bytes) in ``written`` is in ``mem``, and no other byte differs from
+    ``before``."""
+    allowed = bytearray(before)
+    for addr, want in written:
+        got = bytes(mem[addr:addr + len(want)])
+        assert got == want, f"output at {addr:#x}: {np.frombuffer(got, np.int8)} != {np.frombuffer(want, np.int8)}"
+        allowed[addr:addr + len(want)] = want
+    changed = [a for a in range(len(mem)) if mem[a] != allowed[a]]
+    assert not changed, f"bytes written outside the outputs: {[hex(a) for a in changed[:8]]}"

@@ -1,0 +1,29 @@
+"""The memory engine on Icarus and Verilator: random CONV_2D and FULLY_CONNECTED layers run from a command list
+against cocotbext-axi's memory with latency and stalls under the AXI4 protocol monitor, every output compared
+with golden; every refusal stops its list and the next list is exact; reset mid-list is safe
+(int8_systolic/sim/tb_engine.py)."""
+
+import pytest
+
+from int8_systolic.hw.engine import Engine
+from int8_systolic.sim.runner import run_component
+
+pytestmark = pytest.mark.sim
+
+
+# (make test runs the first; `make sim` runs all of them, sim.regress.ENGINE_CONFIGS)
+@pytest.mark.parametrize(("simulator", "rows", "cols", "data_width", "latency", "layers"), [
+    ("verilator", 8, 8, 64, 20, 6),
+    pytest.param("verilator", 8, 8, 32, 30, 4, marks=pytest.mark.slow),
+    pytest.param("verilator", 8, 8, 128, 20, 4, marks=pytest.mark.slow),
+    pytest.param("icarus", 4, 4, 64, 20, 2, marks=pytest.mark.slow)])
+def test_engine_layers_errors_and_reset(simulator, rows, cols, data_width, latency, layers):
+    results = run_component(simulator, Engine(rows, cols, data_width=data_width), "int8_systolic_engine",
+                            "int8_systolic.sim.tb_engine", tag=f"engine_{rows}x{cols}_{data_width}",
+                            extra_env={"TB_SEED": str(data_width), "TB_LATENCY": str(latency),
+                                       "TB_LAYERS": str(layers), "TB_COLS": str(cols)})
+    assert [r["test"] for r in results] == ["layers", "errors", "reset_mid_list"], \
+        "the testbench failed: see the simulator log above"
+    assert all(r["violations"] == 0 for r in results)
+    assert results[0]["layers"] == layers
+    assert len(results[1]["errors"]) == 7
