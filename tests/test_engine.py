@@ -174,6 +174,7 @@ def test_other_bus_widths(data_width):
     check_memory(image.mem, before, image.outputs)
 
 
+@pytest.mark.slow
 def test_the_default_engine_runs_a_layer_of_several_tiles():
     """8x8, 64-bit, the default buffers: a 3x3 convolution of 16 channels to 20 (three column tiles), exact."""
     rng = random.Random(9)

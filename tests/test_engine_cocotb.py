@@ -11,9 +11,10 @@ from int8_systolic.sim.runner import run_component
 pytestmark = pytest.mark.sim
 
 
-# (make test runs the first; `make sim` runs all of them, sim.regress.ENGINE_CONFIGS)
+# (`make sim` runs these as its engine jobs, sim.regress.ENGINE_CONFIGS; make test has the engine's
+# Amaranth-simulator tests, tests/test_engine.py)
 @pytest.mark.parametrize(("simulator", "rows", "cols", "data_width", "latency", "layers"), [
-    ("verilator", 8, 8, 64, 20, 6),
+    pytest.param("verilator", 8, 8, 64, 20, 6, marks=pytest.mark.slow),
     pytest.param("verilator", 8, 8, 32, 30, 4, marks=pytest.mark.slow),
     pytest.param("verilator", 8, 8, 128, 20, 4, marks=pytest.mark.slow),
     pytest.param("icarus", 4, 4, 64, 20, 2, marks=pytest.mark.slow)])
