@@ -22,6 +22,7 @@ BARRIER). For each MAC command, in order:
    row tile's bytes to :class:`hw.axi_writer.AxiWriter` (inside the read-write window) as it goes.
 4. The engine waits for the output's write responses before the next command.
 
+``layer_done`` pulses when a command's output is written (its last write response in).
 ``END`` ends the list (``done`` pulses), ``BARRIER`` stops it (``barrier`` pulses). ``busy`` is high
 from the cycle after ``go`` until the engine is ready for the next ``go`` (with or after ``done``,
 ``barrier`` or the error bits); a ``go`` while ``busy`` is ignored. A read or write answered with an
@@ -72,7 +73,7 @@ class Engine(wiring.Component):
     (:class:`hw.accelerator.Accelerator`); ``data_width``: the AXI4 master's (32, 64 or 128 bits);
     ``in_depth``, ``w_depth``, ``out_depth``: the buffers' bytes."""
 
-    def __init__(self, rows=8, cols=8, *, data_width=64, in_depth=16384, w_depth=16384, out_depth=16384,
+    def __init__(self, rows=8, cols=8, *, data_width=64, in_depth=32768, w_depth=65536, out_depth=32768,
                  max_col_tiles=64, rounding="double", ram="distributed", dsp="generic", max_burst=16,
                  max_outstanding=4):
         nbytes = data_width // 8 if data_width in (32, 64, 128) else 0
@@ -97,7 +98,7 @@ class Engine(wiring.Component):
         super().__init__({
             "go": In(1), "list_addr": In(32),
             "ro_base": In(32), "ro_limit": In(33), "rw_base": In(32), "rw_limit": In(33),
-            "busy": Out(1), "done": Out(1), "barrier": Out(1),
+            "busy": Out(1), "done": Out(1), "barrier": Out(1), "layer_done": Out(1),
             "error": Out(len(ERRORS)), "error_index": Out(16),
             "bytes_read": Out(32), "bytes_written": Out(32),
             **axi4_read_members(data_width), **axi4_write_members(data_width),
@@ -199,7 +200,7 @@ class Engine(wiring.Component):
         bus_error = Signal()
         with m.If(reader.rresp_error | writer.bresp_error | reader.error.any() | writer.error.any()):
             m.d.sync += bus_error.eq(1)
-        m.d.sync += [self.done.eq(0), self.barrier.eq(0)]
+        m.d.sync += [self.done.eq(0), self.barrier.eq(0), self.layer_done.eq(0)]
         written = Signal()      # the layer's write command is taken
         # the fetcher reads the next command while a layer runs: its END or BARRIER is kept for after the layer
         list_end, list_barrier = Signal(), Signal()
@@ -254,7 +255,7 @@ class Engine(wiring.Component):
                 with m.If(writer.cmd.ready):
                     m.d.sync += written.eq(1)
                 with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~w_loader.busy):
-                    m.d.sync += written.eq(0)
+                    m.d.sync += [written.eq(0), self.layer_done.eq(1)]
                     with m.If(bus_error):
                         m.d.sync += [self.error.eq(1 << ERRORS["BUS"]), self.error_index.eq(index)]
                         m.next = "DRAIN_FETCH"

@@ -115,6 +115,7 @@ class Interpreter:
         self.rounding = rounding_param(rounding)
         self.variables = {}       # shared_name -> array
         self.tensors = {}         # subgraph-0 tensor index -> array, after the last invoke
+        self.live = {}            # subgraph-0 tensor index -> array, as computed so far by steps()
         self._called_once = set()
         self.macs = []            # MacLayer requests of the last invoke, in order
         self.params = {}          # (subgraph, operator) -> the params of the op's Prepare
@@ -267,6 +268,7 @@ class Interpreter:
         sg = self.model.subgraphs[0]
         values = self._check_inputs(sg, inputs)
         self.macs = []
+        self.live = values      # subgraph 0's tensors computed so far (a MAC backend may read them)
         yield from self._run(0, values)
         self.tensors = values
         return [self._value(sg, values, i) for i in sg.outputs]   # (a constant may be a graph output)

@@ -1,0 +1,192 @@
+"""The memory engine's compiler: a .tflite model (through the golden interpreter) -> a memory image and a plan.
+
+:func:`compile_model` walks subgraph 0's operators in order and gives each MAC layer the engine can
+run (CONV_2D and FULLY_CONNECTED with constant weights, whose tensors fit the engine's buffers: the
+same checks as :class:`hw.layer_check.LayerCheck`) a command; every other operator, and a MAC
+layer the engine cannot run (the plan says why), is the host's. Consecutive engine layers form a
+*segment*: one run of the command list, ended by a BARRIER (the host then runs the operators up to
+the next segment and says GO again) or, for the last segment, by END.
+
+The memory image (:class:`Program`):
+
+- the **read-only window** (from ``ro_base``): the command list, then each engine layer's weights in
+  the engine's layout and its per-channel table (the input zero point folded into the bias),
+  every item aligned to 64 bytes;
+- the **read-write window** (from ``rw_base``): every activation tensor an engine layer reads or
+  writes, each in its own place (no reuse), aligned to 64 bytes. The host writes a segment's
+  inputs that it computed (or the graph's) before GO, and reads the segment's outputs after.
+
+Bytes over the port and the MAC layers' tensor bytes are counted by the testbench; the plan
+gives each engine layer's tensor bytes (input, weights, bias, output, once each) to divide by.
+"""
+
+import dataclasses
+
+import numpy as np
+
+from ..hw import commands
+from .engine_layout import table_image, weights_image
+from .windows import Geometry
+
+__all__ = ["EngineLayer", "Program", "compile_model"]
+
+ALIGN = 64
+ENGINE_OPS = ("CONV_2D", "FULLY_CONNECTED")
+
+
+def _align(n):
+    return -(-n // ALIGN) * ALIGN
+
+
+@dataclasses.dataclass
+class EngineLayer:
+    op_index: int
+    kind: str
+    input_tensor: int
+    output_tensor: int
+    input_addr: int
+    output_addr: int
+    output_shape: tuple
+    macs: int
+    tensor_bytes: int          # input, weights, bias and output, once each
+    segment: int
+
+
+@dataclasses.dataclass
+class Program:
+    memory: bytearray          # the whole image, address 0 at byte 0: read-only window, then read-write window
+    ro: tuple                  # (base, limit)
+    rw: tuple
+    list_addr: int
+    layers: dict               # op index -> EngineLayer
+    segments: list             # per segment: the op indices of its engine layers, in order
+    host_macs: dict            # op index -> why the host runs that MAC layer
+    tensor_addr: dict          # tensor index -> address in the read-write window
+
+    def segment_inputs(self, seg):
+        """The tensors a segment reads that it does not write (the host puts them in memory before GO)."""
+        written = {self.layers[op].output_tensor for op in self.segments[seg]}
+        return sorted({self.layers[op].input_tensor for op in self.segments[seg]} - written)
+
+
+def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles):
+    """Why the engine cannot run a layer of this shape (None: it can), as :class:`hw.layer_check.LayerCheck`."""
+    nb = data_width // 8
+    up = lambda v: -(-v // nb) * nb  # noqa: E731
+    if g.batch * g.in_h * g.in_w * g.in_c > in_depth:
+        return f"its input ({g.batch * g.in_h * g.in_w * g.in_c} bytes) is larger than the input buffer ({in_depth})"
+    if up(n_tiles * k * cols) > w_depth:
+        return f"its weights ({n_tiles * k * cols} bytes in the engine's layout) exceed the weight buffer ({w_depth})"
+    if g.pixels * out_c > out_depth:
+        return f"its output ({g.pixels * out_c} bytes) is larger than the output buffer ({out_depth})"
+    if n_tiles > max_col_tiles:
+        return f"its {out_c} output channels need {n_tiles} table rows, the tables hold {max_col_tiles}"
+    if k >= 1 << 24:
+        return f"K = {k} is 2**24 or more"
+    return None
+
+
+def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=65536, out_depth=32768,
+                  max_col_tiles=64, ro_base=0x0, rw_base=None):
+    """The memory image and plan of ``interp``'s model (a :class:`golden.tflite.interpreter.Interpreter`) for an
+    engine of these parameters (:class:`hw.engine.Engine`'s)."""
+    sg = interp.model.subgraphs[0]
+    layers, host_macs, segments = {}, {}, [[]]
+    weights_blobs = []            # (op index, weights bytes, table bytes)
+    fields = {}
+    for op in sg.operators:
+        params = interp.params.get((0, op.index))
+        kind = op.op
+        if kind not in ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D"):
+            if segments[-1]:
+                segments.append([])
+            continue
+        reason = None
+        w_t = sg.tensors[op.inputs[1]]
+        b_t = sg.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] != -1 else None
+        x_t, y_t = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
+        if kind not in ENGINE_OPS:
+            reason = f"{kind} runs on the host until the engine's depthwise window (issue 41, step 6)"
+        elif w_t.data is None or (b_t is not None and b_t.data is None):
+            reason = "its weights or bias are not constant"
+        if reason is None:
+            p = params["params"]
+            if kind == "FULLY_CONNECTED":
+                k = params["k"]
+                g = Geometry(batch=int(np.prod(x_t.shape)) // k, in_h=1, in_w=1, in_c=k, out_h=1, out_w=1,
+                             kernel_h=1, kernel_w=1)
+                weights = np.asarray(w_t.data, np.int8)
+            else:
+                geo = params["geometry"]
+                weights = np.asarray(w_t.data, np.int8)
+                g = Geometry.of(tuple(x_t.shape), weights.shape[1:3], geo["stride"], geo["dilation"], geo["padding"])
+            out_c = weights.shape[0]
+            n_tiles = -(-out_c // cols)
+            reason = _engine_refusal(g, out_c, g.k, n_tiles, cols=cols, data_width=data_width,
+                                     in_depth=in_depth, w_depth=w_depth, out_depth=out_depth,
+                                     max_col_tiles=max_col_tiles)
+        if reason is None:
+            mult = np.broadcast_to(np.asarray(p["output_multiplier"], np.int64), (out_c,))
+            shift = np.broadcast_to(np.asarray(p["output_shift"], np.int64), (out_c,))
+            bias = None if b_t is None else np.asarray(b_t.data, np.int64)
+            try:
+                table = table_image(bias, weights, -int(p["input_offset"]), mult, shift)
+            except ValueError as exc:
+                reason = f"its table cannot be stored: {exc}"
+        if reason is not None:
+            host_macs[op.index] = reason
+            if segments[-1]:
+                segments.append([])
+            continue
+        segments[-1].append(op.index)
+        weights_blobs.append((op.index, weights_image(weights, cols), table))
+        fields[op.index] = {
+            "op": kind, "batch": g.batch, "in_h": g.in_h, "in_w": g.in_w, "in_c": g.in_c, "out_h": g.out_h,
+            "out_w": g.out_w, "out_c": out_c, "depth_multiplier": 1, "kernel_h": g.kernel_h, "kernel_w": g.kernel_w,
+            "stride_h": g.stride_h, "stride_w": g.stride_w, "dilation_h": g.dilation_h, "dilation_w": g.dilation_w,
+            "pad_top": g.pad_top, "pad_left": g.pad_left, "input_zero_point": -int(p["input_offset"]),
+            "output_zero_point": int(p["output_offset"]), "act_min": int(p["quantized_activation_min"]),
+            "act_max": int(p["quantized_activation_max"])}
+        in_bytes = int(np.prod(x_t.shape))
+        out_bytes = int(np.prod(y_t.shape))
+        layers[op.index] = EngineLayer(
+            op.index, kind, op.inputs[0], op.outputs[0], 0, 0, tuple(y_t.shape), g.pixels * g.k * out_c,
+            in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes, len(segments) - 1)
+    segments = [s for s in segments if s]
+    for i, seg in enumerate(segments):
+        for op_index in seg:
+            layers[op_index].segment = i
+
+    # the read-only window: the list, then weights and tables
+    n_commands = sum(len(s) for s in segments) + len(segments)
+    addr = ro_base + _align(n_commands * 4 * commands.WORDS)
+    ro_items, w_addr, t_addr = [], {}, {}
+    for op_index, wimg, timg in weights_blobs:
+        w_addr[op_index], addr = addr, addr + _align(len(wimg))
+        t_addr[op_index], addr = addr, addr + _align(len(timg))
+        ro_items += [(w_addr[op_index], wimg), (t_addr[op_index], timg)]
+    ro_limit = _align(addr)
+    # the read-write window: every tensor an engine layer touches
+    rw_base = ro_limit if rw_base is None else rw_base
+    tensor_addr, addr = {}, rw_base
+    for layer in sorted(layers.values(), key=lambda L: L.op_index):
+        for ti in (layer.input_tensor, layer.output_tensor):
+            if ti not in tensor_addr:
+                tensor_addr[ti], addr = addr, addr + _align(int(np.prod(sg.tensors[ti].shape)) + data_width // 8)
+        layer.input_addr, layer.output_addr = tensor_addr[layer.input_tensor], tensor_addr[layer.output_tensor]
+    rw_limit = _align(addr)
+    memory = bytearray(rw_limit)
+    for a, blob in ro_items:
+        memory[a:a + len(blob)] = blob
+    # the command list: each segment's commands, then BARRIER (END after the last)
+    raw = []
+    for i, seg in enumerate(segments):
+        for op_index in seg:
+            L = layers[op_index]
+            raw.append(commands.pack(**fields[op_index], input_addr=L.input_addr, output_addr=L.output_addr,
+                                     weights_addr=w_addr[op_index], table_addr=t_addr[op_index]))
+        raw.append(commands.pack(op="END" if i == len(segments) - 1 else "BARRIER"))
+    blob = b"".join(raw)
+    memory[ro_base:ro_base + len(blob)] = blob
+    return Program(memory, (ro_base, ro_limit), (rw_base, rw_limit), ro_base, layers, segments, host_macs,
+                   tensor_addr)
