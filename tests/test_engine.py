@@ -3,6 +3,7 @@ which checks the protocol and the windows every cycle): command lists of CONV_2D
 from memory, every output byte compared with the golden model (golden.kernels), no byte of memory changed but the
 outputs; END, BARRIER and GO again; each error bit stops the list at its command, and the next list runs exactly."""
 
+import itertools
 import random
 
 import pytest
@@ -12,6 +13,8 @@ from int8_systolic.hw.engine import ERRORS, Engine
 from int8_systolic.sim.amaranth_bench import simulate
 from int8_systolic.sim.axi_model import AxiMemoryModel
 from int8_systolic.sim.engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke
+
+VCD = None     # a path: the runs' waveforms (debugging)
 
 
 def run(dut, image, *, lists=(LIST,), seed=0, latency=20, p_ready=0.8, max_cycles=200000, error_ranges=()):
@@ -55,7 +58,7 @@ def run(dut, image, *, lists=(LIST,), seed=0, latency=20, p_ready=0.8, max_cycle
                 ctx.set(dut.list_addr, left[0])
         raise AssertionError(f"the list did not stop in {max_cycles} cycles: {events}")
 
-    simulate(dut, bench)
+    simulate(dut, bench, vcd=VCD)
     return events, model
 
 
@@ -172,6 +175,30 @@ def test_other_bus_widths(data_width):
     events, _ = run(dut, image, seed=data_width, latency=30)
     assert [e[0] for e in events] == ["done"]
     check_memory(image.mem, before, image.outputs)
+
+
+@pytest.mark.parametrize("data_width", [64, pytest.param(32, marks=pytest.mark.slow)])
+def test_the_next_layer_is_prepared_while_one_runs(data_width):
+    """Four 3x3 layers of growing weights (432 to 4 608 bytes) through an 8 KB weight ring: each layer's table and
+    weights are read while the layer before runs (its weight reads start before that layer's last output write),
+    the ring wraps, and every output is exact."""
+    rng = random.Random(11)
+    dut = engine(data_width=data_width, in_depth=4096, w_depth=8192, out_depth=4096, max_col_tiles=16)
+    image = Image(11, dut.cols)
+    for i, (c, n) in enumerate([(3, 16), (16, 16), (16, 16), (16, 32)]):
+        image.add(Layer(rng, 110 + i, shape=(1, 3, 3, c), filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1),
+                        padding="SAME", out_c=n))
+    image.finish()
+    before = bytes(image.mem)
+    events, model = run(dut, image, seed=11, max_cycles=60000)
+    assert [e[0] for e in events] == ["done"]
+    check_memory(image.mem, before, image.outputs)
+    cmds = [commands.unpack(bytes(image.mem[LIST + 64 * i:LIST + 64 * (i + 1)])) for i in range(4)]
+    for prev, nxt in itertools.pairwise(cmds):
+        first_weights = min(t for a, _, t in model.read_bursts if a == nxt["weights_addr"])
+        out_end = prev["output_addr"] + prev["batch"] * prev["out_h"] * prev["out_w"] * prev["out_c"]
+        last_output = max(t for a, _, t in model.write_bursts if prev["output_addr"] <= a < out_end)
+        assert first_weights < last_output, "the next layer's weights were not read while the layer before ran"
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ with golden; every refusal stops its list and the next list is exact; reset mid-
 
 import pytest
 
-from int8_systolic.hw.engine import Engine
+from int8_systolic.sim.regress import engine_for
 from int8_systolic.sim.runner import run_component
 
 pytestmark = pytest.mark.sim
@@ -19,10 +19,11 @@ pytestmark = pytest.mark.sim
     pytest.param("verilator", 8, 8, 128, 20, 4, marks=pytest.mark.slow),
     pytest.param("icarus", 4, 4, 64, 20, 2, marks=pytest.mark.slow)])
 def test_engine_layers_errors_and_reset(simulator, rows, cols, data_width, latency, layers):
-    results = run_component(simulator, Engine(rows, cols, data_width=data_width), "int8_systolic_engine",
+    small = simulator == "icarus"      # (Icarus: small buffers and layers)
+    results = run_component(simulator, engine_for(simulator, rows, cols, data_width), "int8_systolic_engine",
                             "int8_systolic.sim.tb_engine", tag=f"engine_{rows}x{cols}_{data_width}",
                             extra_env={"TB_SEED": str(data_width), "TB_LATENCY": str(latency),
-                                       "TB_LAYERS": str(layers), "TB_COLS": str(cols)})
+                                       "TB_LAYERS": str(layers), "TB_COLS": str(cols), "TB_SMALL": str(int(small))})
     assert [r["test"] for r in results] == ["layers", "errors", "reset_mid_list"], \
         "the testbench failed: see the simulator log above"
     assert all(r["violations"] == 0 for r in results)

@@ -35,7 +35,7 @@ buffers, one layer at a time, loads and write-back overlapping that layer's comp
 the next layer and tiling come next (docs/engine.md, order of work).
 """
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
@@ -92,8 +92,10 @@ class Engine(wiring.Component):
         self.in_depth, self.w_depth, self.out_depth = in_depth, w_depth, out_depth
         self.max_col_tiles, self.max_burst, self.max_outstanding = max_col_tiles, max_burst, max_outstanding
         self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp)
-        # the buffers' widths: a read of the window generator (at least 8 bytes) or a weight word, and a bus beat
-        self.in_width = max(8, nbytes)
+        # the buffers' widths: a read of the window generator or a weight word, and a bus beat. The generator
+        # reads 16 bytes: a run of up to 16 bytes (3x3 over 3 channels: 9) is one block of `rows` reads, so
+        # few-channel layers still feed a step a cycle (same block RAMs as 8 banks twice as deep)
+        self.in_width = max(16, nbytes)
         self.w_width = max(min(w for w in (4, 8, 16, 32) if w >= cols), nbytes)
         super().__init__({
             "go": In(1), "list_addr": In(32),
@@ -172,100 +174,165 @@ class Engine(wiring.Component):
                      framer.push.eq(sched.launched), framer.counts.eq(sched.counts), sched.done.eq(framer.done)]
         wiring.connect(m, packer.beats, writer.data)
 
-        # --- the command in progress ---
-        cmd = Signal(commands.layout())
-        index = Signal(16)
+        # --- two stages: the front prepares the next command (fetch, check, its table and weights loaded beside
+        # the running layer's), the back runs a prepared one (its input, compute, write-back) ---
+        cmd_f = Signal(commands.layout())         # the front's command
+        index_f = Signal(16)
+        tb_f = Signal(range(max(self.max_col_tiles, 2)))    # its table rows' base
+        wb_f = Signal(w_bits)                     # its weights' place in the weight buffer (a ring)
+        cmd_b = Signal(commands.layout())         # the back's: copies taken at the hand-over
+        index_b = Signal(16)
+        tb_b, wb_b = Signal.like(tb_f), Signal.like(wb_f)
+        vals = {name: Signal(32, name=f"{name}_b") for name in ("k", "n_tiles", "pixels", "m_tiles", "in_len",
+                                                                "w_len", "out_len")}
         m.d.comb += [fetch.list_addr.eq(self.list_addr), fetch.win_base.eq(self.ro_base),
                      fetch.win_limit.eq(self.ro_limit),
-                     check.command.eq(cmd), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
+                     check.command.eq(cmd_f), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
                      check.rw_base.eq(self.rw_base), check.rw_limit.eq(self.rw_limit)]
-        m.d.comb += [tables.addr.eq(cmd.table_addr), tables.channels.eq(cmd.out_c), tables.base.eq(0),
-                     in_loader.addr.eq(cmd.input_addr), in_loader.length.eq(check.in_len),
-                     w_loader.addr.eq(cmd.weights_addr), w_loader.length.eq(check.w_len)]
-        geometry = {f: cmd[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
-                                        "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
-        m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(check.n_tiles),
-                     gen.geometry.zero_point.eq(cmd.input_zero_point),
-                     streamer.k.eq(check.k), streamer.n_tiles.eq(check.n_tiles), streamer.m_tiles.eq(check.m_tiles),
-                     gen.avail.eq(in_loader.loaded), gen.total.eq(check.in_len), streamer.avail.eq(w_loader.loaded),
-                     packer.pixels.eq(check.pixels), packer.channels.eq(cmd.out_c),
-                     writer.cmd.payload.addr.eq(cmd.output_addr), writer.cmd.payload.length.eq(check.out_len)]
+        m.d.comb += [tables.addr.eq(cmd_f.table_addr), tables.channels.eq(cmd_f.out_c), tables.base.eq(tb_f),
+                     w_loader.addr.eq(cmd_f.weights_addr), w_loader.length.eq(check.w_len), w_loader.base.eq(wb_f),
+                     in_loader.addr.eq(cmd_b.input_addr), in_loader.length.eq(vals["in_len"]), in_loader.base.eq(0)]
+        back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
+        geometry = {f: cmd_b[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
+                                          "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
+        m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(vals["n_tiles"]),
+                     gen.geometry.zero_point.eq(cmd_b.input_zero_point),
+                     gen.avail.eq(in_loader.loaded), gen.total.eq(vals["in_len"]),
+                     streamer.k.eq(vals["k"]), streamer.n_tiles.eq(vals["n_tiles"]),
+                     streamer.m_tiles.eq(vals["m_tiles"]), streamer.base.eq(wb_b),
+                     streamer.avail.eq(Mux(back_w_loading, w_loader.loaded, (1 << 25) - 1)),
+                     packer.pixels.eq(vals["pixels"]), packer.channels.eq(cmd_b.out_c),
+                     writer.cmd.payload.addr.eq(cmd_b.output_addr), writer.cmd.payload.length.eq(vals["out_len"])]
         desc = sched.desc
-        m.d.comb += [desc.k.eq(check.k), desc.n_tiles.eq(check.n_tiles), desc.base.eq(0), desc.end.eq(check.n_tiles),
-                     desc.depthwise.eq(0), desc.m_m1.eq(check.m_tiles - 1), desc.n_m1.eq(check.n_tiles - 1),
-                     desc.m_one.eq(check.m_tiles == 1), desc.n_one.eq(check.n_tiles == 1),
-                     desc.output_offset.eq(cmd.output_zero_point), desc.act_min.eq(cmd.act_min),
-                     desc.act_max.eq(cmd.act_max), desc.bypass.eq(0), desc.same_output.eq(0)]
+        m.d.comb += [desc.k.eq(vals["k"]), desc.n_tiles.eq(vals["n_tiles"]), desc.base.eq(tb_b),
+                     desc.end.eq(tb_b + vals["n_tiles"]), desc.depthwise.eq(0), desc.m_m1.eq(vals["m_tiles"] - 1),
+                     desc.n_m1.eq(vals["n_tiles"] - 1), desc.m_one.eq(vals["m_tiles"] == 1),
+                     desc.n_one.eq(vals["n_tiles"] == 1), desc.output_offset.eq(cmd_b.output_zero_point),
+                     desc.act_min.eq(cmd_b.act_min), desc.act_max.eq(cmd_b.act_max), desc.bypass.eq(0),
+                     desc.same_output.eq(0)]
+        with m.If(w_loader.done):
+            m.d.sync += back_w_loading.eq(0)
 
         bus_error = Signal()
         with m.If(reader.rresp_error | writer.bresp_error | reader.error.any() | writer.error.any()):
             m.d.sync += bus_error.eq(1)
         m.d.sync += [self.done.eq(0), self.barrier.eq(0), self.layer_done.eq(0)]
-        written = Signal()      # the layer's write command is taken
-        # the fetcher reads the next command while a layer runs: its END or BARRIER is kept for after the layer
+        # the fetcher reads ahead: its END or BARRIER is kept for when the layers before it are done
         list_end, list_barrier = Signal(), Signal()
         with m.If(fetch.done):
             m.d.sync += list_end.eq(1)
         with m.If(fetch.barrier):
             m.d.sync += list_barrier.eq(1)
+        active = Signal()             # between GO and the stop
+        begin = Signal()              # GO taken
+        finish = Signal()             # the stop completes
+        halt = Signal()               # a layer ended with a bus error: prepare nothing more
+        front_error = Signal(len(ERRORS))
+        front_index = Signal(16)
 
-        def stop_with(bits):
-            return [self.error.eq(bits), self.busy.eq(0)]
-
-        with m.FSM():
-            with m.State("IDLE"), m.If(self.go):
-                m.d.comb += fetch.go.eq(1)
-                m.d.sync += [self.busy.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0), list_barrier.eq(0)]
+        # --- the front ---
+        back_idle = Signal()
+        ready = Signal()              # the front holds a prepared command
+        take = Signal()               # the back takes it
+        nt_f = check.n_tiles
+        after, before = Signal(), Signal()
+        m.d.comb += [after.eq(tb_b + vals["n_tiles"] + nt_f <= self.max_col_tiles), before.eq(nt_f <= tb_b)]
+        w_fits = Signal()
+        m.d.comb += w_fits.eq(vals["w_len"] + check.w_len <= self.w_depth)
+        with m.FSM(name="front") as front:
+            with m.State("IDLE"), m.If(begin):
                 m.next = "FETCH"
             with m.State("FETCH"):
-                m.d.comb += fetch.desc.ready.eq(1)
-                with m.If(fetch.desc.valid):
-                    m.d.sync += [cmd.eq(fetch.desc.payload.command), index.eq(fetch.desc.payload.index)]
+                m.d.comb += fetch.desc.ready.eq(~halt)
+                with m.If(halt):
+                    m.next = "END"
+                with m.Elif(fetch.desc.valid):
+                    m.d.sync += [cmd_f.eq(fetch.desc.payload.command), index_f.eq(fetch.desc.payload.index)]
                     m.next = "CHECK_START"
-                with m.Elif(list_end):
-                    m.d.sync += [self.done.eq(1), self.busy.eq(0)]
-                    m.next = "IDLE"
-                with m.Elif(list_barrier):
-                    m.d.sync += [self.barrier.eq(1), self.busy.eq(0)]
-                    m.next = "IDLE"
+                with m.Elif(list_end | list_barrier):
+                    m.next = "END"
                 with m.Elif(fetch.error.any()):
-                    m.d.sync += [*stop_with(fetch.error), self.error_index.eq(fetch.error_index)]
-                    m.next = "IDLE"
+                    m.d.sync += [front_error.eq(fetch.error), front_index.eq(fetch.error_index)]
+                    m.next = "END"
             with m.State("CHECK_START"):
                 m.d.comb += check.start.eq(1)
                 m.next = "CHECK"
             with m.State("CHECK"), m.If(check.done):
                 with m.If(check.error.any()):
-                    m.d.sync += [self.error.eq(check.error << len(FETCH_ERRORS)), self.error_index.eq(index)]
-                    m.next = "DRAIN_FETCH"
+                    m.d.sync += [front_error.eq(check.error << len(FETCH_ERRORS)), front_index.eq(index_f)]
+                    m.next = "END"
                 with m.Else():
-                    # the table's read first: the layer starts when it is in
-                    m.d.comb += tables.start.eq(1)
-                    m.next = "LOAD"
-            with m.State("LOAD"):
-                # the input and the weights: read in chunks, taking turns; the layer reads them as they come
-                m.d.comb += [in_loader.start.eq(1), w_loader.start.eq(1)]
+                    m.next = "PLACE"
+            with m.State("PLACE"):
+                # its table rows and weights beside the running layer's, or wait for that layer to end
+                with m.If(halt):
+                    m.next = "END"
+                with m.Elif(~tables.busy & ~w_loader.busy & (back_idle | ((after | before) & w_fits))):
+                    m.d.sync += [tb_f.eq(Mux(back_idle | ~after, 0, tb_b + vals["n_tiles"])),
+                                 wb_f.eq(Mux(back_idle, 0, wb_b + vals["w_len"]))]
+                    m.next = "TABLE_START"
+            with m.State("TABLE_START"):
+                # the table's read first, then the weights' (the command is ready once the table is in)
+                m.d.comb += tables.start.eq(1)
+                m.next = "WEIGHTS_START"
+            with m.State("WEIGHTS_START"):
+                m.d.comb += w_loader.start.eq(1)
                 m.next = "TABLE"
             with m.State("TABLE"), m.If(~tables.busy):
-                m.d.comb += [sched.push.eq(1), gen.start.eq(1), streamer.start.eq(1), packer.start.eq(1)]
+                m.next = "READY"
+            with m.State("READY"):
+                m.d.comb += ready.eq(~halt)
+                with m.If(halt):
+                    m.next = "END"
+                with m.Elif(take):
+                    m.next = "FETCH"
+            with m.State("END"), m.If(finish):
+                m.next = "IDLE"
+        front_end = front.ongoing("END")
+
+        # --- the back ---
+        written = Signal()            # the layer's write command is taken
+        with m.FSM(name="back"):
+            with m.State("IDLE"):
+                m.d.comb += back_idle.eq(1)
+                with m.If(ready & ~halt):
+                    m.d.comb += take.eq(1)
+                    m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
+                                 back_w_loading.eq(w_loader.busy & ~w_loader.done),
+                                 *(vals[name].eq(getattr(check, name)) for name in vals)]
+                    m.next = "START"
+            with m.State("START"):
+                m.d.comb += [in_loader.start.eq(1), sched.push.eq(1), gen.start.eq(1), streamer.start.eq(1),
+                             packer.start.eq(1)]
                 m.next = "RUN"
             with m.State("RUN"):
                 # the output is written as its row tiles complete: one write command for the whole tensor
                 m.d.comb += writer.cmd.valid.eq(~written)
                 with m.If(writer.cmd.ready):
                     m.d.sync += written.eq(1)
-                with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~w_loader.busy):
+                with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~back_w_loading):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1)]
                     with m.If(bus_error):
-                        m.d.sync += [self.error.eq(1 << ERRORS["BUS"]), self.error_index.eq(index)]
-                        m.next = "DRAIN_FETCH"
-                    with m.Else():
-                        m.next = "FETCH"
-            with m.State("DRAIN_FETCH"):
-                # the fetcher may be reading the next command already: stop it (its read completes)
-                # (busy falls only then: a GO before it would be lost)
+                        m.d.sync += [halt.eq(1), front_error.eq(1 << ERRORS["BUS"]), front_index.eq(index_b)]
+                    m.next = "IDLE"
+
+        # --- GO, and the stop once the back is idle and the front has ended (or halted with its loads done) ---
+        with m.FSM(name="control"):
+            with m.State("IDLE"), m.If(self.go):
+                m.d.comb += [fetch.go.eq(1), begin.eq(1)]
+                m.d.sync += [self.busy.eq(1), active.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0),
+                             list_barrier.eq(0), halt.eq(0), front_error.eq(0)]
+                m.next = "ACTIVE"
+            with m.State("ACTIVE"), m.If(back_idle & ~ready & front_end & ~tables.busy & ~w_loader.busy):
+                m.d.sync += [self.error.eq(front_error), self.error_index.eq(front_index)]
+                m.next = "STOP"
+            with m.State("STOP"):
+                # the fetcher may be reading ahead: stop it (its read completes); busy falls only then, with the
+                # stop's pulse (a GO before it would be lost)
                 m.d.comb += fetch.stop.eq(1)
                 with m.If(~fetch.busy):
-                    m.d.sync += self.busy.eq(0)
+                    m.d.comb += finish.eq(1)
+                    m.d.sync += [self.busy.eq(0), active.eq(0), self.done.eq(list_end & (self.error == 0)),
+                                 self.barrier.eq(list_barrier & ~list_end & (self.error == 0))]
                     m.next = "IDLE"
         return m

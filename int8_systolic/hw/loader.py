@@ -2,8 +2,9 @@
 
 On ``start`` the loader reads ``length`` bytes at ``addr`` through a read port (``rd_cmd`` out,
 ``rd_data`` in: a :class:`hw.read_arbiter.ReadArbiter` client) and writes beat n at byte
-``n * bus bytes`` of a :class:`hw.byte_buffer.ByteBuffer` (``w_*``, the buffer's write port; the
-buffer at least a beat wide). ``addr`` and ``length`` are whole beats (the read port refuses
+``base + n * bus bytes`` of a :class:`hw.byte_buffer.ByteBuffer` (``w_*``, the buffer's write port; the
+buffer at least a beat wide), from byte ``base`` on (wrapping at the buffer's end). ``addr``,
+``length`` and ``base`` are taken at ``start``. ``addr`` and ``length`` are whole beats (the read port refuses
 others: the engine rounds a tensor's length up, and its allocator leaves the bytes after a tensor
 inside the window). The copy is read in commands of at most ``chunk`` bytes, so that two loaders
 sharing the port through the arbiter take turns rather than one waiting for the other's whole
@@ -32,7 +33,7 @@ class Loader(wiring.Component):
                              f"{buffer_width!r}, {chunk!r}")
         self.data_width, self.buffer_width, self.addr_width, self.chunk = data_width, buffer_width, addr_width, chunk
         super().__init__({
-            "start": In(1), "addr": In(32), "length": In(24),
+            "start": In(1), "addr": In(32), "length": In(24), "base": In(addr_width),
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
@@ -44,19 +45,22 @@ class Loader(wiring.Component):
         nbytes = self.data_width // 8
         next_addr = Signal(32)
         left = Signal(25)          # bytes not yet asked for
+        length = Signal(24)        # (the inputs are taken at start: the engine prepares its next layer meanwhile)
+        base = Signal(self.addr_width)
         m.d.sync += self.done.eq(0)
         with m.If(self.start & ~self.busy):
-            m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0)]
+            m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0),
+                         length.eq(self.length), base.eq(self.base)]
         # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients'
         m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0)), self.rd_cmd.payload.addr.eq(next_addr),
                      self.rd_cmd.payload.length.eq(Mux(left > self.chunk, self.chunk, left))]
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
-        m.d.comb += [self.rd_data.ready.eq(self.busy), self.w_addr.eq(self.loaded),
+        m.d.comb += [self.rd_data.ready.eq(self.busy), self.w_addr.eq(base + self.loaded),
                      self.w_data.eq(self.rd_data.payload.data), self.w_strb.eq((1 << nbytes) - 1)]
         with m.If(self.rd_data.valid & self.rd_data.ready):
             m.d.comb += self.w_en.eq(1)
             m.d.sync += self.loaded.eq(self.loaded + nbytes)
-            with m.If(self.loaded + nbytes >= self.length):
+            with m.If(self.loaded + nbytes >= length):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m

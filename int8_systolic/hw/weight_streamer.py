@@ -1,8 +1,9 @@
 """The engine's weight streamer: a layer's weights, resident in an on-chip buffer, streamed to the core in tile order.
 
 The weights are in the engine's layout (docs/engine.md): ``[n_tile][k][cols]``, one ``cols``-byte
-word per array step (``w[k][nt * cols + j]``, channels past N zero), from byte 0 of a
-:class:`hw.byte_buffer.ByteBuffer` at least ``cols`` bytes wide. On ``start`` the streamer offers,
+word per array step (``w[k][nt * cols + j]``, channels past N zero), from a
+:class:`hw.byte_buffer.ByteBuffer` at least ``cols`` bytes wide, from byte ``base`` on (wrapping at its
+end: the engine keeps the next layer's weights after this one's). On ``start`` the streamer offers,
 on ``o``, the ``n_tiles * k`` words in order (``k`` a column tile), once per row tile (``m_tiles``
 times): the weights of the core's steps, row tile outer, column tile inner, k innermost. ``busy`` is high from the cycle
 after ``start`` until the last word is taken. One word a cycle: reads are issued while the queue
@@ -30,6 +31,7 @@ class WeightStreamer(wiring.Component):
         self.cols, self.buffer_width, self.addr_width = cols, buffer_width, addr_width
         super().__init__({
             "start": In(1), "k": In(24), "n_tiles": In(16), "m_tiles": In(32), "avail": In(25),
+            "base": In(addr_width),
             "r_en": Out(1), "r_addr": Out(addr_width), "r_data": In(8 * buffer_width),
             "o": Out(stream.Signature(8 * cols)), "busy": Out(1),
         })
@@ -58,7 +60,7 @@ class WeightStreamer(wiring.Component):
                     m.d.sync += [nt.eq(self.n_tiles - 1), addr.eq(0), tile.eq(tile - 1)]
                     with m.If(tile == 0):
                         m.d.sync += running.eq(0)
-        m.d.comb += [self.r_en.eq(issue), self.r_addr.eq(addr)]
+        m.d.comb += [self.r_en.eq(issue), self.r_addr.eq(self.base + addr)]
         m.d.sync += pipe[0].eq(issue)
         for k in range(1, len(pipe)):
             m.d.sync += pipe[k].eq(pipe[k - 1])

@@ -39,7 +39,7 @@ class AxiMemoryModel:
         self.prev = None
         self.t = 0
         self.bytes_read = self.bytes_written = 0
-        self.read_bursts, self.write_bursts = [], []
+        self.read_bursts, self.write_bursts = [], []   # (address, beats, cycle) of each, in order
 
     def _p(self, name):
         return getattr(self.dut, f"m_axi_{name}")
@@ -84,7 +84,7 @@ class AxiMemoryModel:
             _, addr, arlen, size, burst = ar
             self._check_burst("read", addr, arlen + 1, size, burst, self.read_windows)
             self.reads.append([addr, arlen + 1, t + self.latency, 0])
-            self.read_bursts.append((addr, arlen + 1))
+            self.read_bursts.append((addr, arlen + 1, t))
         if self.max_outstanding is not None:
             assert len(self.reads) <= self.max_outstanding, f"cycle {t}: more reads open than allowed"
         if rvalid:
@@ -96,7 +96,7 @@ class AxiMemoryModel:
             _, addr, awlen, size, burst = aw
             self._check_burst("write", addr, awlen + 1, size, burst, self.write_windows)
             self.aws.append([addr, awlen + 1])
-            self.write_bursts.append((addr, awlen + 1))
+            self.write_bursts.append((addr, awlen + 1, t))
         if w[0] and wready:
             self.ws.append(w[1:])
         while self.aws and len(self.ws) >= self.aws[0][1]:

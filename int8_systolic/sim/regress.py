@@ -69,6 +69,15 @@ ENGINE_TESTS = 3
 SIM_DIR = build_root() / "sim"
 
 
+def engine_for(simulator, rows, cols, data_width):
+    """The engine a testbench job builds: the default buffers on Verilator; on Icarus 2 KB ones (with the
+    testbench's small layers), which it simulates much faster."""
+    from ..hw.engine import Engine
+
+    small = {"in_depth": 2048, "w_depth": 2048, "out_depth": 2048} if simulator == "icarus" else {}
+    return Engine(rows, cols, data_width=data_width, **small)
+
+
 def long_k(simulator, rows, cols):
     """Whether a configuration also runs the K = 132 105 GEMM (accumulators wrap int32): every
     Verilator build, and the Icarus ones fast enough to simulate its 132 105 cycles (~15 s)."""
@@ -146,15 +155,15 @@ def run_job(job, *, seed, problems, max_dim, waves):
     t0 = time.monotonic()
     error = None
     if job.engine:
-        from ..hw.engine import Engine
         from .runner import run_component
 
         simulator, r, c, width, latency, layers = job.engine
         try:
-            results = run_component(simulator, Engine(r, c, data_width=width), "int8_systolic_engine",
+            results = run_component(simulator, engine_for(simulator, r, c, width), "int8_systolic_engine",
                                     "int8_systolic.sim.tb_engine", tag=f"engine_{r}x{c}_{width}",
                                     extra_env={"TB_SEED": str(seed), "TB_LATENCY": str(latency),
-                                               "TB_LAYERS": str(layers), "TB_COLS": str(c)},
+                                               "TB_LAYERS": str(layers), "TB_COLS": str(c),
+                                               "TB_SMALL": str(int(simulator == "icarus"))},
                                     waves=waves, optimize=False)
         except SystemExit as exc:
             error, results = str(exc) or type(exc).__name__, []

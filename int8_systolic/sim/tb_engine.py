@@ -9,7 +9,7 @@ with random stalls on every channel, under the AXI4 protocol monitor (windows in
 - ``reset_mid_list``: the engine and the memory reset together in the middle of a layer; the list then runs
   exactly from the start.
 
-Environment: ``TB_SEED``, ``TB_LATENCY``, ``TB_LAYERS``.
+Environment: ``TB_SEED``, ``TB_LATENCY``, ``TB_LAYERS``, ``TB_COLS``, ``TB_SMALL``.
 """
 
 import json
@@ -29,6 +29,7 @@ from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, p
 SEED = int(os.environ.get("TB_SEED", "1"))
 LATENCY = int(os.environ.get("TB_LATENCY", "20"))
 LAYERS = int(os.environ.get("TB_LAYERS", "6"))
+SMALL = os.environ.get("TB_SMALL", "0") == "1"     # the Amaranth tests' small layers (for Icarus)
 
 
 def pauses(rng, p):
@@ -83,7 +84,10 @@ def write_result(result):
 
 
 def big_layer(rng, seed, fc=False):
-    """A layer larger than the Amaranth tests' (several row and column tiles), within the default buffers."""
+    """A layer larger than the Amaranth tests' (several row and column tiles), within the default buffers (with
+    ``TB_SMALL``, one of the Amaranth tests' size)."""
+    if SMALL:
+        return Layer(rng, seed, fc=fc)
     if fc:
         return Layer(rng, seed, fc=True, shape=(rng.randint(1, 20), rng.randint(1, 200)), out_c=rng.randint(1, 40))
     return Layer(rng, seed, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12),
