@@ -60,6 +60,10 @@ AXI_CONFIGS = [("icarus", 1, 4, "double", "generic"), ("icarus", 2, 3, "double",
                ("icarus", 4, 4, "single", "generic"), ("verilator", 4, 4, "double", "generic"),
                ("verilator", 8, 8, "double", "generic"), ("verilator", 8, 8, "single", "ecp5")]
 AXI_MODELS = [("okay_nabu", 20), ("keyword_spotting", 1)]
+# The models on the memory engine (int8_systolic/sim/tb_engine_model.py, 8x8, 64-bit port): every MAC layer the
+# compiler gives it on the engine's RTL, the others on the host
+ENGINE_MODELS = [("okay_nabu", 5), ("cnn", 2), ("image_classification", 1), ("keyword_spotting", 1),
+                 ("visual_wake_words", 1), ("anomaly_detection", 1), ("keyword_spotting_mobilenetv2", 1)]
 AXI_TESTS = 7
 # The memory engine (int8_systolic/sim/tb_engine.py): (simulator, rows, cols, data width, memory latency, random
 # layers); Icarus on 4x4 (it simulates the 8x8 engine ~4x slower)
@@ -103,6 +107,7 @@ class Job:
     models: tuple = None       # ((name, steps), ...): run one after another in one simulation
     axi: bool = False          # the AXI top's testbench (config) or the model through the AXI top (model)
     engine: tuple = None       # (simulator, rows, cols, data width, latency, layers): the memory engine's testbench
+    block: str = None          # for models: "engine" runs them on the memory engine (default: core, or axi)
 
 
 def config_tag(simulator, r, c, rounding, dsp):
@@ -128,6 +133,7 @@ def all_jobs():
     # (a Verilator build of ~45 s, then ~10 s of simulation a model)
     jobs.append(Job("models", 45.0 + 10 * len(MODELS), models=tuple(MODELS)))
     jobs.append(Job("models_axi", 45.0 + 10 * len(AXI_MODELS), models=tuple(AXI_MODELS), axi=True))
+    jobs.append(Job("models_engine", 60.0 + 20 * len(ENGINE_MODELS), models=tuple(ENGINE_MODELS), block="engine"))
     return jobs
 
 
@@ -155,7 +161,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
     t0 = time.monotonic()
     error = None
     if job.engine:
-        from .runner import run_component
+        from .runner import component_dir, run_component
 
         simulator, r, c, width, latency, layers = job.engine
         try:
@@ -167,6 +173,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
                                     waves=waves, optimize=False)
         except SystemExit as exc:
             error, results = str(exc) or type(exc).__name__, []
+        _keep_junit(component_dir(simulator, f"engine_{r}x{c}_{width}"), job.tag)
         return {"job": job.tag, "config": f"engine {r}x{c} {width}-bit", "simulator": simulator, "tests": len(results),
                 "expected_tests": ENGINE_TESTS, "compared": sum(x["compared"] for x in results),
                 "failures": (1 if error else 0), "cycles": sum(x.get("cycles", 0) for x in results),
@@ -207,7 +214,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
                 "failures": sum(x["failures"] for x in results) + (1 if error else 0),
                 "cycles": sum(x["cycles"] for x in results), "seconds": round(time.monotonic() - t0, 1),
                 "error": error}
-    block = "axi" if job.axi else "core"
+    block = job.block or ("axi" if job.axi else "core")
     names = [name for name, _ in job.models]
     per_model = []
     try:
@@ -218,10 +225,16 @@ def run_job(job, *, seed, problems, max_dim, waves):
         compared, failures, tests = sum(r["compared"] for r in res), sum(r["failures"] for r in res), len(res)
     except (SystemExit, RuntimeError, ValueError) as exc:
         error, compared, failures, tests = str(exc) or type(exc).__name__, 0, 1, 0
-    build = build_dir("verilator", 8, 8, "double", f"_{job.tag}" + ("_axi" if job.axi else ""))
+    if job.block == "engine":
+        from .runner import component_dir
+
+        build = component_dir("verilator", "engine_model_8x8_8")
+    else:
+        build = build_dir("verilator", 8, 8, "double", f"_{job.tag}" + ("_axi" if job.axi else ""))
     _keep_coverage(build, job.tag)
     _keep_junit(build, job.tag)
-    return {"job": job.tag, "config": f"{len(names)} models" + (" (AXI top)" if job.axi else "") + ", one build",
+    where = " (AXI top)" if job.axi else " (engine)" if job.block == "engine" else ""
+    return {"job": job.tag, "config": f"{len(names)} models{where}, one build",
             "simulator": "verilator", "tests": tests,
             "expected_tests": len(names), "compared": compared, "failures": failures,
             "seconds": round(time.monotonic() - t0, 1), "error": error, "model": True, "models": per_model}

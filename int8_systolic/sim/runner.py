@@ -95,13 +95,17 @@ def _run_cocotb(simulator, sources, toplevel, module, build, env, *, waves=False
         python_search=[str(SOURCE)], **kwargs)
 
 
+def component_dir(simulator, tag):
+    """The build directory of :func:`run_component`'s run with this ``tag``."""
+    return build_root() / "sim" / f"{simulator}_{tag}_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
+
+
 def run_component(simulator, component, name, module, *, tag, extra_env=None, waves=False, optimize=True):
     """Export an Amaranth ``component`` as module ``name`` into its own build directory and run the cocotb
     ``module`` on it; returns the result dicts the testbench wrote to ``TB_RESULTS`` (one JSON line each)."""
     from amaranth.back import verilog as amaranth_verilog
 
-    worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
-    build = build_root() / "sim" / f"{simulator}_{tag}_{worker}"
+    build = component_dir(simulator, tag)
     build.mkdir(parents=True, exist_ok=True)
     source = build / f"{name}.v"
     source.write_text(amaranth_verilog.convert(component, name=name, emit_src=False))
