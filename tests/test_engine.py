@@ -100,7 +100,7 @@ def test_a_barrier_stops_the_list_and_go_resumes_after_it():
 BAD = {
     "BAD_OP": lambda raw: poke(raw, op=7),
     "BAD_FIELD": lambda raw: poke(raw, in_h=0),
-    "SHAPE": lambda raw: poke(raw, act_min=5, act_max=4),
+    "INCONSISTENT": lambda raw: poke(raw, act_min=5, act_max=4),
     "UNSUPPORTED": lambda raw: poke(raw, op=commands.OPS["DEPTHWISE_CONV_2D"]),
     "TOO_BIG": lambda raw: poke(raw, out_c=100),
     "MISALIGNED": lambda raw: poke(raw, input_addr=commands.unpack(raw)["input_addr"] + 4),

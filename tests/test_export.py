@@ -5,7 +5,7 @@ import re
 import pytest
 
 from int8_systolic.hw.accelerator import Accelerator
-from int8_systolic.hw.export import export, export_axi
+from int8_systolic.hw.export import export, export_axi, export_engine
 from int8_systolic.sim.lint import lint
 
 
@@ -40,6 +40,21 @@ def test_axi_top_exports_with_amba_port_names_and_lints_clean(tmp_path):
         assert re.search(rf"[(, \n]{port}[,\n]|[(, \n]{port}$", header), port
     assert "input [47:0] s_axis_act_tdata;" in text        # ROWS x COLS bytes
     assert "output [95:0] m_axis_res_tdata;" in text       # COLS x 32 bits
+    rc, out = lint(path)
+    assert rc == 0, out
+    assert "%Warning" not in out, out
+
+
+def test_engine_top_exports_with_amba_port_names_and_lints_clean(tmp_path):
+    path = export_engine(2, 2, "double", out_dir=tmp_path, max_col_tiles=4, bus_bytes=4)
+    assert path.name == "int8_systolic_engine_2x2_32.v"
+    text = path.read_text()
+    header = text[text.index("module int8_systolic_engine_2x2_32("):].split(");", 1)[0]
+    for port in ("aclk", "aresetn", "irq", "s_axil_awaddr", "s_axil_rresp", "m_axi_araddr", "m_axi_rdata",
+                 "m_axi_awlen", "m_axi_wstrb", "m_axi_bresp"):
+        assert re.search(rf"[(, \n]{port}[,\n]|[(, \n]{port}$", header), port
+    assert "input [31:0] m_axi_rdata;" in text
+    assert "/work" not in text
     rc, out = lint(path)
     assert rc == 0, out
     assert "%Warning" not in out, out

@@ -40,7 +40,7 @@ def model(c):
         return win[0] <= a and a + n <= win[1]
     window = not (inside(c["input_addr"], in_len, RW) and inside(c["output_addr"], out_len, RW)
                   and inside(c["weights_addr"], w_len, RO) and inside(c["table_addr"], t_len, RO))
-    failed = [n for n, b in (("SHAPE", shape), ("UNSUPPORTED", unsupported), ("TOO_BIG", too_big),
+    failed = [n for n, b in (("INCONSISTENT", shape), ("UNSUPPORTED", unsupported), ("TOO_BIG", too_big),
                              ("MISALIGNED", misaligned), ("WINDOW", window)) if b]
     bits = 1 << ERRORS[failed[0]] if failed else 0     # the first failed check only
     values = {"k": k, "n_tiles": n_tiles, "pixels": pixels, "m_tiles": -(-pixels // ROWS)}

@@ -61,11 +61,12 @@ class ByteBuffer(wiring.Component):
             # bank b holds the byte j of the vector with (off + j) % w == b, at row + (off + j >= w)
             j = Signal(shift, name=f"w_j{b}")
             m.d.comb += j.eq(b - w_off)
+            # (bank w - 1 never wraps to the next row: no constant comparison for it)
             wrow = Signal(row_bits, name=f"w_row{b}")
-            m.d.comb += wrow.eq(w_row + (b < w_off))
+            m.d.comb += wrow.eq(w_row + (b < w_off) if b < w - 1 else w_row)
             m.d.comb += [wp.addr.eq(wrow), wp.data.eq(w_bytes[j]), wp.en.eq(self.w_en & w_strb[j])]
             rrow = Signal(row_bits, name=f"r_row{b}")
-            m.d.comb += rrow.eq(r_row + (b < r_off))
+            m.d.comb += rrow.eq(r_row + (b < r_off) if b < w - 1 else r_row)
             m.d.comb += [rp.addr.eq(rrow), rp.en.eq(self.r_en)]
             banks_out.append(rp.data)
         # the rotation: byte j of the result is bank (off + j) % w

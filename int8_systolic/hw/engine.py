@@ -22,7 +22,9 @@ BARRIER). For each MAC command, in order:
    row tile's bytes to :class:`hw.axi_writer.AxiWriter` (inside the read-write window) as it goes.
 4. The engine waits for the output's write responses before the next command.
 
-``layer_done`` pulses when a command's output is written (its last write response in).
+``layer_done`` pulses when a command's output is written (its last write response in); ``step``
+is high for each array step, ``mem_wait`` in each cycle a layer with steps to come offered none
+(its activations or weights not yet read, or being set up).
 ``END`` ends the list (``done`` pulses), ``BARRIER`` stops it (``barrier`` pulses). ``busy`` is high
 from the cycle after ``go`` until the engine is ready for the next ``go`` (with or after ``done``,
 ``barrier`` or the error bits); a ``go`` while ``busy`` is ignored. A read or write answered with an
@@ -101,6 +103,7 @@ class Engine(wiring.Component):
             "go": In(1), "list_addr": In(32),
             "ro_base": In(32), "ro_limit": In(33), "rw_base": In(32), "rw_limit": In(33),
             "busy": Out(1), "done": Out(1), "barrier": Out(1), "layer_done": Out(1),
+            "step": Out(1), "mem_wait": Out(1),
             "error": Out(len(ERRORS)), "error_index": Out(16),
             "bytes_read": Out(32), "bytes_written": Out(32),
             **axi4_read_members(data_width), **axi4_write_members(data_width),
@@ -142,9 +145,10 @@ class Engine(wiring.Component):
             port, inner = getattr(self, name), getattr(writer, name)
             m.d.comb += inner.eq(port) if name in ("m_axi_awready", "m_axi_wready", "m_axi_bid", "m_axi_bresp",
                                                    "m_axi_bvalid") else port.eq(inner)
-        # every address is checked against its window before it is issued (the fetcher, the layer check);
-        # the writer checks the read-write window again
-        m.d.comb += [reader.win_base.eq(0), reader.win_limit.eq(1 << 32),
+        # every address is checked against its window before it is issued (the fetcher, the layer check); the
+        # writer checks the read-write window again, the reader the span of both windows
+        m.d.comb += [reader.win_base.eq(Mux(self.ro_base < self.rw_base, self.ro_base, self.rw_base)),
+                     reader.win_limit.eq(Mux(self.ro_limit > self.rw_limit, self.ro_limit, self.rw_limit)),
                      writer.win_base.eq(self.rw_base), writer.win_limit.eq(self.rw_limit),
                      self.bytes_read.eq(reader.bytes_read), self.bytes_written.eq(writer.bytes_written)]
 
@@ -166,8 +170,12 @@ class Engine(wiring.Component):
                      gen.o.ready.eq(core.act.ready),
                      core.wts.payload.as_value().eq(streamer.o.payload), core.wts.valid.eq(streamer.o.valid),
                      streamer.o.ready.eq(core.wts.ready)]
+        # for the performance counters: a step taken; a layer with steps to come took none for want of data
+        m.d.comb += [self.step.eq(core.act.valid & core.act.ready),
+                     self.mem_wait.eq((gen.busy | streamer.busy) & ~(gen.o.valid & streamer.o.valid))]
         wiring.connect(m, tables.cfg, core.cfg)
         wiring.connect(m, sched.gemm, core.gemm)
+        m.d.comb += sched.check_row.eq(0)     # (the engine places tables itself: the scheduler's row check unused)
         m.d.comb += [framer.res_valid.eq(core.res.valid), core.res.ready.eq(framer.res_ready),
                      framer.tready.eq(packer.res.ready), packer.res.valid.eq(framer.tvalid),
                      packer.res.payload.eq(core.res.payload),
@@ -243,7 +251,6 @@ class Engine(wiring.Component):
             with m.State("IDLE"), m.If(begin):
                 m.next = "FETCH"
             with m.State("FETCH"):
-                m.d.comb += fetch.desc.ready.eq(~halt)
                 with m.If(halt):
                     m.next = "END"
                 with m.Elif(fetch.desc.valid):
@@ -255,7 +262,6 @@ class Engine(wiring.Component):
                     m.d.sync += [front_error.eq(fetch.error), front_index.eq(fetch.error_index)]
                     m.next = "END"
             with m.State("CHECK_START"):
-                m.d.comb += check.start.eq(1)
                 m.next = "CHECK"
             with m.State("CHECK"), m.If(check.done):
                 with m.If(check.error.any()):
@@ -273,15 +279,12 @@ class Engine(wiring.Component):
                     m.next = "TABLE_START"
             with m.State("TABLE_START"):
                 # the table's read first, then the weights' (the command is ready once the table is in)
-                m.d.comb += tables.start.eq(1)
                 m.next = "WEIGHTS_START"
             with m.State("WEIGHTS_START"):
-                m.d.comb += w_loader.start.eq(1)
                 m.next = "TABLE"
             with m.State("TABLE"), m.If(~tables.busy):
                 m.next = "READY"
             with m.State("READY"):
-                m.d.comb += ready.eq(~halt)
                 with m.If(halt):
                     m.next = "END"
                 with m.Elif(take):
@@ -289,50 +292,52 @@ class Engine(wiring.Component):
             with m.State("END"), m.If(finish):
                 m.next = "IDLE"
         front_end = front.ongoing("END")
+        # (the FSMs' outputs are expressions of their states, never values set inside a state: Icarus does not run
+        # the always block such a value becomes while the state keeps its initial value, and leaves it X)
+        m.d.comb += [fetch.desc.ready.eq(front.ongoing("FETCH") & ~halt), check.start.eq(front.ongoing("CHECK_START")),
+                     tables.start.eq(front.ongoing("TABLE_START")), w_loader.start.eq(front.ongoing("WEIGHTS_START")),
+                     ready.eq(front.ongoing("READY") & ~halt)]
 
         # --- the back ---
         written = Signal()            # the layer's write command is taken
-        with m.FSM(name="back"):
-            with m.State("IDLE"):
-                m.d.comb += back_idle.eq(1)
-                with m.If(ready & ~halt):
-                    m.d.comb += take.eq(1)
-                    m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
-                                 back_w_loading.eq(w_loader.busy & ~w_loader.done),
-                                 *(vals[name].eq(getattr(check, name)) for name in vals)]
-                    m.next = "START"
+        with m.FSM(name="back") as back:
+            with m.State("IDLE"), m.If(ready):
+                m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
+                             back_w_loading.eq(w_loader.busy & ~w_loader.done),
+                             *(vals[name].eq(getattr(check, name)) for name in vals)]
+                m.next = "START"
             with m.State("START"):
-                m.d.comb += [in_loader.start.eq(1), sched.push.eq(1), gen.start.eq(1), streamer.start.eq(1),
-                             packer.start.eq(1)]
                 m.next = "RUN"
             with m.State("RUN"):
                 # the output is written as its row tiles complete: one write command for the whole tensor
-                m.d.comb += writer.cmd.valid.eq(~written)
-                with m.If(writer.cmd.ready):
+                with m.If(writer.cmd.valid & writer.cmd.ready):
                     m.d.sync += written.eq(1)
                 with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~back_w_loading):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1)]
                     with m.If(bus_error):
                         m.d.sync += [halt.eq(1), front_error.eq(1 << ERRORS["BUS"]), front_index.eq(index_b)]
                     m.next = "IDLE"
+        starting = back.ongoing("START")
+        m.d.comb += [back_idle.eq(back.ongoing("IDLE")), take.eq(back.ongoing("IDLE") & ready),
+                     in_loader.start.eq(starting), sched.push.eq(starting), gen.start.eq(starting),
+                     streamer.start.eq(starting), packer.start.eq(starting),
+                     writer.cmd.valid.eq(back.ongoing("RUN") & ~written)]
 
         # --- GO, and the stop once the back is idle and the front has ended (or halted with its loads done) ---
-        with m.FSM(name="control"):
+        with m.FSM(name="control") as control:
             with m.State("IDLE"), m.If(self.go):
-                m.d.comb += [fetch.go.eq(1), begin.eq(1)]
                 m.d.sync += [self.busy.eq(1), active.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0),
                              list_barrier.eq(0), halt.eq(0), front_error.eq(0)]
                 m.next = "ACTIVE"
             with m.State("ACTIVE"), m.If(back_idle & ~ready & front_end & ~tables.busy & ~w_loader.busy):
                 m.d.sync += [self.error.eq(front_error), self.error_index.eq(front_index)]
                 m.next = "STOP"
-            with m.State("STOP"):
-                # the fetcher may be reading ahead: stop it (its read completes); busy falls only then, with the
-                # stop's pulse (a GO before it would be lost)
-                m.d.comb += fetch.stop.eq(1)
-                with m.If(~fetch.busy):
-                    m.d.comb += finish.eq(1)
-                    m.d.sync += [self.busy.eq(0), active.eq(0), self.done.eq(list_end & (self.error == 0)),
-                                 self.barrier.eq(list_barrier & ~list_end & (self.error == 0))]
-                    m.next = "IDLE"
+            # STOP: the fetcher may be reading ahead: stop it (its read completes); busy falls only then, with the
+            # stop's pulse (a GO before it would be lost)
+            with m.State("STOP"), m.If(~fetch.busy):
+                m.d.sync += [self.busy.eq(0), active.eq(0), self.done.eq(list_end & (self.error == 0)),
+                             self.barrier.eq(list_barrier & ~list_end & (self.error == 0))]
+                m.next = "IDLE"
+        m.d.comb += [begin.eq(control.ongoing("IDLE") & self.go), fetch.go.eq(begin),
+                     fetch.stop.eq(control.ongoing("STOP")), finish.eq(control.ongoing("STOP") & ~fetch.busy)]
         return m

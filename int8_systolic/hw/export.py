@@ -5,6 +5,10 @@ machine paths inside) and prints the path. ``--block axi`` writes the AXI top in
 ``int8_systolic_axi_<R>x<C>_<rounding>.v``, with ports ``aclk`` and ``aresetn`` (synchronous,
 active low) and the AMBA-named buses of :mod:`hw.axi_top`, and its register map beside it in
 ``--regs-dir`` (``build/regs``): ``registers.md`` and the C header ``int8_systolic_regs.h``.
+``--block engine`` writes the memory engine's top (:mod:`hw.engine_top`, ``--bus-bytes`` wide),
+``int8_systolic_engine_<R>x<C>_<bits>.v``, likewise with ``aclk``/``aresetn``, and its register map
+(``engine_registers.md``, ``int8_systolic_engine_regs.h``) and command header
+(``int8_systolic_commands.h``).
 """
 
 import pathlib
@@ -56,6 +60,17 @@ def export_axi(rows, cols, rounding, out_dir="build/verilog", max_col_tiles=64, 
     return path
 
 
+def export_engine(rows, cols, rounding, out_dir="build/verilog", max_col_tiles=64, dsp="generic", bus_bytes=8):
+    from .engine_top import EngineTop
+
+    top = EngineTop(rows, cols, data_width=8 * bus_bytes, rounding=rounding, max_col_tiles=max_col_tiles, dsp=dsp)
+    text = verilog.convert(AxiPorts(top), name=top.name, emit_src=False)
+    path = pathlib.Path(out_dir) / f"{top.name}.v"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
 @command()
 def main(argv=None, prog="int8-systolic export"):
     parser = ArgumentParser(prog=prog, description=__doc__.splitlines()[0])
@@ -65,13 +80,25 @@ def main(argv=None, prog="int8-systolic export"):
     parser.add_argument("--max-col-tiles", type=int, default=64, help="per-channel table depth (N <= this * cols)")
     parser.add_argument("--dsp", choices=["generic", "ecp5"], default="generic",
                         help="portable (default) or the ECP5 build: MULT18X18D multipliers and DP16KD tables")
-    parser.add_argument("--block", choices=["core", "axi"], default="core",
-                        help="the core's own streams (default) or the AXI top (AXI4-Lite registers, AXI4-Stream data)")
+    parser.add_argument("--block", choices=["core", "axi", "engine"], default="core",
+                        help="the core's own streams (default), the AXI top (AXI4-Lite registers, AXI4-Stream data) "
+                             "or the memory engine (AXI4-Lite registers, an AXI4 master)")
+    parser.add_argument("--bus-bytes", type=int, choices=(4, 8, 16), default=8,
+                        help="with --block engine: the AXI4 master's data width in bytes")
     parser.add_argument("--out-dir", default="build/verilog")
     parser.add_argument("--regs-dir", default="build/regs", help="where --block axi writes the register map")
     args = parser.parse_args(argv)
     if args.rows < 1 or args.cols < 1:
         parser.error("--rows and --cols must be >= 1")
+    if args.block == "engine":
+        print(export_engine(args.rows, args.cols, args.rounding, args.out_dir, args.max_col_tiles, args.dsp,
+                            args.bus_bytes))
+        from . import commands, engine_registers
+        engine_registers.main(["--markdown", f"{args.regs_dir}/engine_registers.md",
+                               "--header", f"{args.regs_dir}/int8_systolic_engine_regs.h"])
+        commands.main(["--markdown", f"{args.regs_dir}/commands.md",
+                       "--header", f"{args.regs_dir}/int8_systolic_commands.h"])
+        return 0
     fn = export_axi if args.block == "axi" else export
     print(fn(args.rows, args.cols, args.rounding, args.out_dir, args.max_col_tiles, args.dsp))
     if args.block == "axi":

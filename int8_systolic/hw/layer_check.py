@@ -13,7 +13,7 @@ product or one quotient bit a cycle (one multiplier, :attr:`LayerCheck.CYCLES` c
 Then ``done`` pulses with ``error`` (:data:`ERRORS`: the bit of the first failed check in this
 order, one bit, so a user reads one reason) and the values:
 
-- ``SHAPE``: an inconsistent layer. A FULLY_CONNECTED not 1x1 everywhere; a window that starts
+- ``INCONSISTENT``: an inconsistent layer. A FULLY_CONNECTED not 1x1 everywhere; a window that starts
   outside the padded input ((out - 1) * stride >= in + pad); a padding as large as the filter's
   extent ((kernel - 1) * dilation + 1); act_min > act_max.
 - ``UNSUPPORTED``: what this engine does not run yet (DEPTHWISE_CONV_2D, bypass).
@@ -35,7 +35,7 @@ from .table_loader import ENTRY_BYTES
 
 __all__ = ["ERRORS", "LayerCheck"]
 
-ERRORS = {"SHAPE": 0, "UNSUPPORTED": 1, "TOO_BIG": 2, "MISALIGNED": 3, "WINDOW": 4}
+ERRORS = {"INCONSISTENT": 0, "UNSUPPORTED": 1, "TOO_BIG": 2, "MISALIGNED": 3, "WINDOW": 4}
 
 _MAX = (1 << 32) - 1
 

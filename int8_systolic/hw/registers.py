@@ -29,8 +29,8 @@ from dataclasses import dataclass, field
 
 from int8_systolic.cli_support import ArgumentParser, command, write_outputs
 
-__all__ = ["ERROR_BITS", "ID_MAGIC", "KINDS", "REGISTERS", "VERSION", "Field", "Register", "c_header", "markdown",
-           "reg"]
+__all__ = ["ERROR_BITS", "ID_MAGIC", "KINDS", "REGISTERS", "VERSION", "Field", "Register", "c_header", "check_map",
+           "map_c_header", "map_markdown", "markdown", "reg"]
 
 ID_MAGIC = 0x49385341  # "I8SA" in ASCII
 VERSION = (1, 1)
@@ -184,11 +184,13 @@ def reg(name):
     return _BY_NAME[name]
 
 
-def _check():
-    offsets = [r.offset for r in REGISTERS]
+def check_map(registers):
+    """Refuse a malformed register map (a ValueError naming the register): offsets, kinds, fields, clears."""
+    by_name = {r.name: r for r in registers}
+    offsets = [r.offset for r in registers]
     if len(set(offsets)) != len(offsets) or any(o % 4 for o in offsets):
         raise ValueError(f"register offsets must be distinct and word-aligned: {offsets}")
-    for r in REGISTERS:
+    for r in registers:
         if r.kind not in KINDS:
             raise ValueError(f"register {r.name}: kind must be one of {list(KINDS)}, got {r.kind!r}")
         used = 0
@@ -202,30 +204,30 @@ def _check():
             raise ValueError(f"register {r.name}: only stored registers are updated by the design")
         if (r.kind == "counter") != bool(r.clear):
             raise ValueError(f"register {r.name}: a counter names the strobe field that clears it, nothing else does")
-        if r.clear and (_BY_NAME.get(r.clear[0]) is None or _BY_NAME[r.clear[0]].kind != "strobe"):
+        if r.clear and (by_name.get(r.clear[0]) is None or by_name[r.clear[0]].kind != "strobe"):
             raise ValueError(f"register {r.name}: its clear {r.clear} is not a strobe register's field")
         if r.clear:
-            _BY_NAME[r.clear[0]].field(r.clear[1])
+            by_name[r.clear[0]].field(r.clear[1])
 
 
-_check()
+check_map(REGISTERS)
 
 
-def markdown():
-    """``docs/registers.md``: the map as a table per register."""
-    lines = ["# Register map", "",
-             "Generated from `int8_systolic/hw/registers.py` by `python -m int8_systolic.hw.registers`; do not edit "
-             "by hand.", "",
-             "The AXI top's AXI4-Lite slave (`s_axil_*`): 32-bit registers at word-aligned byte offsets. "
+def map_markdown(registers, *, title, source, block, version, error_register="ERROR"):
+    """A register map's page: a table of the registers, then one per register's fields."""
+    lines = [f"# {title}", "",
+             f"Generated from `{source}` by `python -m {source.removesuffix('.py').replace('/', '.')}`; do not "
+             "edit by hand.", "",
+             f"{block}'s AXI4-Lite slave (`s_axil_*`): 32-bit registers at word-aligned byte offsets. "
              "Access: ro read-only, rw read-write, wo write-only (reads 0), w1c write 1 to clear; bits outside a "
              "register's fields read 0. The kind says what the register block builds "
              "(`int8_systolic/hw/registers.py`). "
-             "A write to an unmapped or read-only offset answers SLVERR and sets ERROR.BAD_ACCESS; "
+             f"A write to an unmapped or read-only offset answers SLVERR and sets {error_register}.BAD_ACCESS; "
              "a read of an unmapped offset answers SLVERR.", "",
-             f"Map version {VERSION[0]}.{VERSION[1]}.", "",
+             f"Map version {version[0]}.{version[1]}.", "",
              "| offset | name | access | kind | description |", "|---|---|---|---|---|"]
-    lines += [f"| 0x{r.offset:03X} | {r.name} | {r.access} | {r.kind} | {r.doc} |" for r in REGISTERS]
-    for r in REGISTERS:
+    lines += [f"| 0x{r.offset:03X} | {r.name} | {r.access} | {r.kind} | {r.doc} |" for r in registers]
+    for r in registers:
         if not r.fields:
             continue
         lines += ["", f"## {r.name} (0x{r.offset:03X})", "", "| bits | field | description |", "|---|---|---|"]
@@ -235,19 +237,31 @@ def markdown():
     return "\n".join(lines) + "\n"
 
 
-def c_header():
-    """A C header with each register's offset and each field's shift and mask."""
-    lines = ["/* int8_systolic AXI top register map: generated from int8_systolic/hw/registers.py, do not edit. */",
-             "#ifndef INT8_SYSTOLIC_REGS_H", "#define INT8_SYSTOLIC_REGS_H", "",
-             f"#define I8S_ID_MAGIC 0x{ID_MAGIC:08X}u",
-             f"#define I8S_VERSION_MAJOR {VERSION[0]}u", f"#define I8S_VERSION_MINOR {VERSION[1]}u", ""]
-    for r in REGISTERS:
-        lines.append(f"#define I8S_{r.name} 0x{r.offset:03X}u  /* {r.access} */")
+def map_c_header(registers, *, what, source, guard, prefix, magic, version):
+    """A register map's C header: each register's offset and each field's shift and mask."""
+    lines = [f"/* {what} register map: generated from {source}, do not edit. */",
+             f"#ifndef {guard}", f"#define {guard}", "",
+             f"#define {prefix}_ID_MAGIC 0x{magic:08X}u",
+             f"#define {prefix}_VERSION_MAJOR {version[0]}u", f"#define {prefix}_VERSION_MINOR {version[1]}u", ""]
+    for r in registers:
+        lines.append(f"#define {prefix}_{r.name} 0x{r.offset:03X}u  /* {r.access} */")
         for f in r.fields:
-            lines.append(f"#define I8S_{r.name}_{f.name}_SHIFT {f.lsb}u")
-            lines.append(f"#define I8S_{r.name}_{f.name}_MASK 0x{f.mask:08X}u")
+            lines.append(f"#define {prefix}_{r.name}_{f.name}_SHIFT {f.lsb}u")
+            lines.append(f"#define {prefix}_{r.name}_{f.name}_MASK 0x{f.mask:08X}u")
     lines += ["", "#endif", ""]
     return "\n".join(lines)
+
+
+def markdown():
+    """``docs/registers.md``: the AXI top's map as a table per register."""
+    return map_markdown(REGISTERS, title="Register map", source="int8_systolic/hw/registers.py",
+                        block="The AXI top", version=VERSION)
+
+
+def c_header():
+    """A C header with each register's offset and each field's shift and mask."""
+    return map_c_header(REGISTERS, what="int8_systolic AXI top", source="int8_systolic/hw/registers.py",
+                        guard="INT8_SYSTOLIC_REGS_H", prefix="I8S", magic=ID_MAGIC, version=VERSION)
 
 
 @command("python -m int8_systolic.hw.registers")

@@ -13,7 +13,7 @@ Latency: a block's first step is offered the cycle after its last vector is take
 ``lib.stream`` (valid never waits on ready; payloads held until taken).
 """
 
-from amaranth import Array, Cat, Module, Signal
+from amaranth import Array, Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -41,7 +41,9 @@ class Transpose(wiring.Component):
         # --- in: fill buffer `wsel`, vector `wi` ---
         wsel = Signal()
         wi = Signal(range(rows))
-        m.d.comb += self.i.ready.eq(~Array(full)[wsel])
+        # (control as plain multiplexers of flip-flops: Icarus leaves the case statement an Array index becomes X
+        # until one of its inputs changes)
+        m.d.comb += self.i.ready.eq(~Mux(wsel, full[1], full[0]))
         with m.If(self.i.valid & self.i.ready):
             for b in range(2):
                 for i in range(rows):
@@ -62,9 +64,9 @@ class Transpose(wiring.Component):
         k = Signal(range(width))
         rows_out = [Array(Array(bufs[b][i][8 * j:8 * j + 8] for j in range(width)) for b in range(2))[rsel][k]
                     for i in range(rows)]
-        m.d.comb += [self.o.valid.eq(Array(full)[rsel]), self.o.payload.eq(Cat(*rows_out))]
+        m.d.comb += [self.o.valid.eq(Mux(rsel, full[1], full[0])), self.o.payload.eq(Cat(*rows_out))]
         with m.If(self.o.valid & self.o.ready):
-            with m.If(k == Array(steps)[rsel] - 1):
+            with m.If(k == Mux(rsel, steps[1], steps[0]) - 1):
                 m.d.sync += [k.eq(0), rsel.eq(~rsel)]
                 for b in range(2):
                     with m.If(rsel == b):

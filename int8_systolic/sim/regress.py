@@ -2,7 +2,9 @@
 
 Jobs: int8_systolic/sim/tb_accelerator.py through cocotb-test for each (simulator, rows x cols, rounding)
 below; int8_systolic/sim/tb_axi.py (the AXI top, through the register-level driver) for each of AXI_CONFIGS;
-int8_systolic/sim/tb_engine.py (the memory engine from command lists in memory) for each of ENGINE_CONFIGS;
+int8_systolic/sim/tb_engine.py (the memory engine from command lists in memory) for each of ENGINE_CONFIGS,
+int8_systolic/sim/tb_engine_top.py (the engine's top through its registers), the models of ENGINE_MODELS on the
+engine;
 then the four wake-word models (20 steps each), the generated CNN and the five MLPerf
 Tiny class models (one inference each) with every MAC layer on the RTL (int8_systolic/sim/tb_model.py,
 compared with golden and TFLM), and two of them through the AXI top's descriptor queue: the
@@ -108,6 +110,7 @@ class Job:
     axi: bool = False          # the AXI top's testbench (config) or the model through the AXI top (model)
     engine: tuple = None       # (simulator, rows, cols, data width, latency, layers): the memory engine's testbench
     block: str = None          # for models: "engine" runs them on the memory engine (default: core, or axi)
+    engine_top: bool = False   # the engine's top through its registers (int8_systolic/sim/tb_engine_top.py)
 
 
 def config_tag(simulator, r, c, rounding, dsp):
@@ -130,6 +133,7 @@ def all_jobs():
     for cfg in ENGINE_CONFIGS:
         simulator, r, c, width = cfg[:4]
         jobs.append(Job(f"engine_{simulator}_{r}x{c}_{width}", 200.0 if simulator == "icarus" else 70.0, engine=cfg))
+    jobs.append(Job("engine_top_verilator_4x4_64", 40.0, engine_top=True))
     # (a Verilator build of ~45 s, then ~10 s of simulation a model)
     jobs.append(Job("models", 45.0 + 10 * len(MODELS), models=tuple(MODELS)))
     jobs.append(Job("models_axi", 45.0 + 10 * len(AXI_MODELS), models=tuple(AXI_MODELS), axi=True))
@@ -160,6 +164,24 @@ def run_job(job, *, seed, problems, max_dim, waves):
 
     t0 = time.monotonic()
     error = None
+    if job.engine_top:
+        from ..hw.engine_top import EngineTop
+        from ..hw.export import AxiPorts
+        from .runner import component_dir, run_component
+
+        top = EngineTop(4, 4, data_width=64, in_depth=4096, w_depth=4096, out_depth=4096, max_col_tiles=16)
+        try:
+            results = run_component("verilator", AxiPorts(top), "int8_systolic_engine_top",
+                                    "int8_systolic.sim.tb_engine_top", tag="engine_top",
+                                    extra_env={"TB_SEED": str(seed), "TB_ROWS": "4", "TB_COLS": "4"}, waves=waves,
+                                    optimize=False)
+        except SystemExit as exc:
+            error, results = str(exc) or type(exc).__name__, []
+        _keep_junit(component_dir("verilator", "engine_top"), job.tag)
+        return {"job": job.tag, "config": "engine top 4x4 64-bit (registers)", "simulator": "verilator",
+                "tests": len(results), "expected_tests": 3, "compared": sum(x["compared"] for x in results),
+                "failures": (1 if error else 0), "cycles": 0, "seconds": round(time.monotonic() - t0, 1),
+                "error": error}
     if job.engine:
         from .runner import component_dir, run_component
 

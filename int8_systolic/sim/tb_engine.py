@@ -124,9 +124,9 @@ async def layers(dut):
 BAD = {
     "BAD_OP": lambda raw: poke(raw, op=7),
     "BAD_FIELD": lambda raw: poke(raw, kernel_w=0),
-    "SHAPE": lambda raw: poke(raw, act_min=5, act_max=4),
+    "INCONSISTENT": lambda raw: poke(raw, act_min=5, act_max=4),
     "UNSUPPORTED": lambda raw: poke(raw, bypass=1),
-    "TOO_BIG": lambda raw: poke(raw, in_h=4000, out_h=4000, stride_h=1),
+    "TOO_BIG": lambda raw: poke(raw, in_h=65535, out_h=65535, stride_h=1),   # 64 KB or more: past any buffer
     "MISALIGNED": lambda raw: poke(raw, output_addr=RW[0] + 2),
     "WINDOW": lambda raw: poke(raw, weights_addr=RW[0]),
 }
