@@ -13,20 +13,14 @@ from cocotb.triggers import RisingEdge
 from cocotbext.axi import AxiLiteBus, AxiLiteMaster, AxiResp
 
 from ..hw.engine_registers import reg
+from .axi_driver import RegisterError
 
-__all__ = ["EngineDriver", "RegisterError"]
-
-
-class RegisterError(Exception):
-    pass
+__all__ = ["EngineDriver", "RegisterError", "pack_fields"]
 
 
 def pack_fields(name, **fields):
-    word = 0
-    for fname, value in fields.items():
-        f = reg(name).field(fname)
-        word |= (int(value) & ((1 << f.width) - 1)) << f.lsb
-    return word
+    """Register ``name``'s word with its fields set (names as in the map: upper case)."""
+    return sum((int(v) & ((1 << reg(name).field(f).width) - 1)) << reg(name).field(f).lsb for f, v in fields.items())
 
 
 class EngineDriver:

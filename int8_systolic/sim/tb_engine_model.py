@@ -25,11 +25,12 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus
 
 from ..golden.tflite.inputs import model_inputs
-from ..golden.tflite.interpreter import Interpreter, compare_with_tflm
+from ..golden.tflite.interpreter import Interpreter
 from ..golden.tflite.runtimes import TflmModel
 from ..host.engine_compiler import compile_model
 from .axi_memory import LatencyAxiRam
 from .axi_monitor import AxiMonitor
+from .model_checks import check_layer, check_step
 
 MODEL = os.environ.get("TB_MODEL", "")
 STEPS = [int(s) for s in os.environ.get("TB_STEPS", "1").split(os.pathsep)]
@@ -167,29 +168,12 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
                 rec["bytes_read"].append(rd)
                 rec["bytes_written"].append(wr)
                 compared += int(hw.size) if op in program.layers else 0
-                if np.array_equal(hw, want):
-                    rec["exact_steps"] += 1
-                else:
-                    idx = tuple(int(v) for v in np.argwhere(hw != want)[0])
-                    flat = int(np.ravel_multi_index(idx, want.shape))
-                    text = (f"step {step}, element {list(idx)}: engine {int(hw[idx])}, golden stages "
-                            f"{want_stages.at(np.unravel_index(flat, want_stages.output.shape))}")
-                    rec["first_mismatch"] = rec["first_mismatch"] or text
-                    mismatches.append(f"operator {op} ({layer.kind}) {text}")
-                    dut._log.error(f"MISMATCH operator {op} ({layer.kind}) {text} (seed {SEED})")
+                check_layer(rec, hw, want_stages, step, layer, mismatches, dut._log, what="engine", seed=SEED)
                 layer = gen.send(hw)
         except StopIteration as stop:
             final.append([o.ravel().tolist() for o in stop.value])
-        tflm.invoke(x)
-        tensors, _, differences = compare_with_tflm(interp, tflm)
-        tflm_checked += tensors
-        for text in differences:
-            mismatches.append(f"step {step}: {text}")
-            dut._log.error(mismatches[-1])
-        done = (step + 1) * 30 // len(inputs)
-        print(f"[model] {path.name} [{'#' * done}{'.' * (30 - done)}] step {step + 1}/{len(inputs)}: "
-              f"{len(program.layers)} MAC layers on the engine, {len(mismatches)} mismatches, "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        tflm_checked += check_step(interp, tflm, x, step, len(inputs), path.name, mismatches, dut._log, t0,
+                                   f"{len(program.layers)} MAC layers on the engine")
     await ClockCycles(dut.clk, LATENCY + 10)
     eng.monitor.check_idle()
     mismatches += [f"AXI4: {v}" for v in eng.monitor.violations]

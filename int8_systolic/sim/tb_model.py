@@ -30,11 +30,12 @@ import cocotb
 import numpy as np
 
 from int8_systolic.golden.tflite.inputs import model_inputs
-from int8_systolic.golden.tflite.interpreter import Interpreter, compare_with_tflm
+from int8_systolic.golden.tflite.interpreter import Interpreter
 from int8_systolic.golden.tflite.runtimes import TflmModel
 from int8_systolic.host.mapping import depthwise_cycles, gemm_cycles, map_layer
 from int8_systolic.hw.accelerator import Accelerator
 from int8_systolic.sim import coverage
+from int8_systolic.sim.model_checks import check_layer, check_step
 from int8_systolic.sim.tb_accelerator import COLS, COVERAGE, MAX_COL_TILES, RESULTS, ROWS, SEED, TB
 
 MODEL = os.environ.get("TB_MODEL", "")
@@ -201,7 +202,6 @@ async def _run_one(dut, tb, path, steps):
                 results, cycles = await tb.run(mapped.problems, f"step {step} operator {layer.op_index} ({layer.kind})")
                 hw = mapped.assemble(results)
                 stages = layer.golden(return_stages=True)
-                want = stages.output.reshape(layer.output_shape)
                 if layer.op_index not in layers:   # (a layer's figures, from its shapes, once)
                     layers[layer.op_index] = {
                         "op_index": layer.op_index, "op": layer.kind, "input": _shape(layer.input.shape),
@@ -211,29 +211,12 @@ async def _run_one(dut, tb, path, steps):
                         "first_mismatch": None, **_layer_figures(layer, mapped)}
                 rec = layers[layer.op_index]
                 rec["cycles"].append(cycles)
-                if np.array_equal(hw, want):
-                    rec["exact_steps"] += 1
-                else:
-                    idx = tuple(int(v) for v in np.argwhere(hw != want)[0])
-                    flat = int(np.ravel_multi_index(idx, want.shape))
-                    text = (f"step {step}, element {list(idx)}: RTL {int(hw[idx])}, golden stages "
-                            f"{stages.at(np.unravel_index(flat, stages.output.shape))}")
-                    rec["first_mismatch"] = rec["first_mismatch"] or text
-                    mismatches.append(f"operator {layer.op_index} ({layer.kind}) {text}")
-                    dut._log.error(f"MISMATCH operator {layer.op_index} ({layer.kind}) {text} (seed {SEED})")
+                check_layer(rec, hw, stages, step, layer, mismatches, dut._log, what="RTL", seed=SEED)
                 layer = gen.send(hw)
         except StopIteration as stop:
             final.append([o.ravel().tolist() for o in stop.value])
-        tflm.invoke(x)
-        tensors, _, differences = compare_with_tflm(interp, tflm)
-        tflm_checked += tensors
-        for text in differences:
-            mismatches.append(f"step {step}: {text}")
-            dut._log.error(mismatches[-1])
-        done = (step + 1) * 30 // len(inputs)
-        print(f"[model] {path.name} [{'#' * done}{'.' * (30 - done)}] step {step + 1}/{len(inputs)}: "
-              f"{len(interp.macs)} MAC layers on the RTL, {len(mismatches)} mismatches, "
-              f"{time.perf_counter() - t0:.1f} s", flush=True)
+        tflm_checked += check_step(interp, tflm, x, step, len(inputs), path.name, mismatches, dut._log, t0,
+                                   f"{len(interp.macs)} MAC layers on the RTL")
     result = {"test": "run_model", "model": path.name, "rows": ROWS, "cols": COLS, "steps": len(inputs),
               "block": BLOCK, "queue": QUEUE if BLOCK == "axi" else None,
               "layers": sorted(layers.values(), key=lambda r: r["op_index"]), "tflm_tensors_compared": tflm_checked,
