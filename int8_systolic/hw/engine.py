@@ -231,7 +231,6 @@ class Engine(wiring.Component):
             m.d.sync += list_end.eq(1)
         with m.If(fetch.barrier):
             m.d.sync += list_barrier.eq(1)
-        active = Signal()             # between GO and the stop
         begin = Signal()              # GO taken
         finish = Signal()             # the stop completes
         halt = Signal()               # a layer ended with a bus error: prepare nothing more
@@ -326,7 +325,7 @@ class Engine(wiring.Component):
         # --- GO, and the stop once the back is idle and the front has ended (or halted with its loads done) ---
         with m.FSM(name="control") as control:
             with m.State("IDLE"), m.If(self.go):
-                m.d.sync += [self.busy.eq(1), active.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0),
+                m.d.sync += [self.busy.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0),
                              list_barrier.eq(0), halt.eq(0), front_error.eq(0)]
                 m.next = "ACTIVE"
             with m.State("ACTIVE"), m.If(back_idle & ~ready & front_end & ~tables.busy & ~w_loader.busy):
@@ -335,7 +334,7 @@ class Engine(wiring.Component):
             # STOP: the fetcher may be reading ahead: stop it (its read completes); busy falls only then, with the
             # stop's pulse (a GO before it would be lost)
             with m.State("STOP"), m.If(~fetch.busy):
-                m.d.sync += [self.busy.eq(0), active.eq(0), self.done.eq(list_end & (self.error == 0)),
+                m.d.sync += [self.busy.eq(0), self.done.eq(list_end & (self.error == 0)),
                              self.barrier.eq(list_barrier & ~list_end & (self.error == 0))]
                 m.next = "IDLE"
         m.d.comb += [begin.eq(control.ongoing("IDLE") & self.go), fetch.go.eq(begin),

@@ -29,16 +29,13 @@ from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, p
 SEED = int(os.environ.get("TB_SEED", "1"))
 LATENCY = int(os.environ.get("TB_LATENCY", "20"))
 LAYERS = int(os.environ.get("TB_LAYERS", "6"))
+COLS = int(os.environ.get("TB_COLS", "8"))
 SMALL = os.environ.get("TB_SMALL", "0") == "1"     # the Amaranth tests' small layers (for Icarus)
 
 
 def pauses(rng, p):
     while True:
         yield rng.random() < p
-
-
-def cols_of(dut):
-    return int(os.environ.get("TB_COLS", "8"))
 
 
 async def setup(dut, rng, stall=0.2):
@@ -98,7 +95,7 @@ def big_layer(rng, seed, fc=False):
 async def layers(dut):
     rng = random.Random(SEED)
     ram, monitor = await setup(dut, rng)
-    image = Image(SEED, cols_of(dut))
+    image = Image(SEED, COLS)
     layers = [big_layer(rng, SEED * 100 + i, fc=(i % 3 == 2)) for i in range(LAYERS)]
     for layer in layers:
         image.add(layer)
@@ -138,7 +135,7 @@ async def errors(dut):
     ram, monitor = await setup(dut, rng)
     seen, compared = [], 0
     for n, (name, bad) in enumerate(sorted(BAD.items())):
-        image = Image(SEED + n, cols_of(dut))
+        image = Image(SEED + n, COLS)
         image.add(Layer(rng, 1000 + n))
         image.add(Layer(rng, 2000 + n))
         image.list[-1] = bad(image.list[-1])
@@ -166,7 +163,7 @@ async def errors(dut):
 async def reset_mid_list(dut):
     rng = random.Random(SEED + 2)
     ram, monitor = await setup(dut, rng)
-    image = Image(SEED + 2, cols_of(dut))
+    image = Image(SEED + 2, COLS)
     for i in range(3):
         image.add(big_layer(rng, 5000 + i))
     image.finish()
