@@ -23,7 +23,7 @@ import numpy as np
 
 from ..golden import staged
 
-__all__ = ["Geometry", "Read", "blocks", "feed_efficiency", "runs", "steps"]
+__all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "steps"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -143,3 +143,46 @@ def feed_efficiency(g, rows, width):
     """Array steps per read cycle of the window generator over a full row tile (1.0: the array fed at full rate):
     K steps from ``rows`` reads per block."""
     return g.k / (rows * sum(-(-length // width) for _, _, length in runs(g)))
+
+
+def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, pitch):
+    """Cycles each array step of a DEPTHWISE_CONV_2D takes in :class:`hw.depthwise_gen.DepthwiseWindows` (its order:
+    row tile, column tile, tap), the input stored ``pitch`` bytes a pixel in ``banks`` banks of ``bank_bytes``.
+
+    A step reads, for each pixel of its tile whose tap is inside the input, ``cols`` bytes from the tap's first
+    channel: one bank, two when the read does not start on a bank's first byte. Each cycle serves the pending reads
+    in pixel order whose banks no read served before it in that cycle takes."""
+    out_c = g.in_c * depth_multiplier
+    out = []
+    for mt in range(-(-g.pixels // rows)):
+        pixels = []
+        for i in range(rows):
+            p = mt * rows + i
+            if p < g.pixels:
+                b, rem = divmod(p, g.out_h * g.out_w)
+                oy, ox = divmod(rem, g.out_w)
+                pixels.append((b, oy * g.stride_h - g.pad_top, ox * g.stride_w - g.pad_left))
+        for nt in range(-(-out_c // cols)):
+            channel = nt * cols // depth_multiplier
+            for kh in range(g.kernel_h):
+                for kw in range(g.kernel_w):
+                    pending = []
+                    for b, y0, x0 in pixels:
+                        y, x = y0 + kh * g.dilation_h, x0 + kw * g.dilation_w
+                        if 0 <= y < g.in_h and 0 <= x < g.in_w:
+                            addr = ((b * g.in_h + y) * g.in_w + x) * pitch + channel
+                            first = addr // bank_bytes % banks
+                            pending.append({first, (first + 1) % banks} if addr % bank_bytes else {first})
+                    cycles = 1
+                    while True:
+                        taken, left = set(), []
+                        for need in pending:
+                            if need & taken:
+                                left.append(need)
+                            else:
+                                taken |= need
+                        if not left:
+                            break
+                        pending, cycles = left, cycles + 1
+                    out.append(cycles)
+    return out

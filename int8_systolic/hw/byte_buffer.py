@@ -1,10 +1,15 @@
 """A byte-banked buffer: ``width`` consecutive bytes read or written at any byte address, one access per cycle.
 
-The engine's activation and output buffers (docs/engine.md). Byte ``a`` lives in bank
-``a % width`` at row ``a // width``, so the ``width`` bytes from any address touch each bank once:
-an unaligned vector access costs one cycle, whatever the address (a convolution window's run
-at any stride, an output row at any channel offset). Each bank is one memory a byte wide, so on
-ECP5 it maps to DP16KD block RAMs (9 bits wide, 2048 deep each).
+The engine's activation, weight and output buffers (docs/engine.md). A row of the buffer is
+``lanes`` bytes (``width`` unless given), held in ``lanes // bank_bytes`` banks of ``bank_bytes``
+bytes each: byte ``a`` lives in bank ``(a % lanes) // bank_bytes`` at row ``a // lanes``. The
+``width`` bytes from any address touch each bank at most once, so an unaligned vector access
+costs one cycle whatever the address (a convolution window's run at any stride, an output row
+at any channel offset).
+
+Banks one byte wide (the default) map to DP16KD block RAMs 9 bits wide; wider banks map to
+DP16KD 36 bits wide with byte enables, so a buffer of many lanes costs no more block RAM than a
+narrow one of the same bytes (a DP16KD is 2 KB whatever its shape).
 
 Ports:
 
@@ -15,68 +20,104 @@ Ports:
   cycles later (2: the banks' registered read, then the rotation into place, registered), and
   keeps them until the next read. A read in the cycle after a write to the same bytes returns the
   new bytes (the banks' reads are not transparent; a read in the write's own cycle returns the old).
+- **bank read** (``bank_port=True``): ``g_en`` with ``g_rows`` (a row per bank) reads every bank at its
+  own row; ``g_data`` holds the ``lanes`` bytes, bank-ordered (bank b's bytes at ``b * bank_bytes``),
+  ``LATENCY`` cycles later. It takes the place of a ``read`` in its cycle (``r_en`` low). The depthwise
+  window generator reads one pixel's channels from each bank this way.
 
-Addresses wrap at ``depth`` bytes (a power of two times ``width``).
+Addresses wrap at ``depth`` bytes (a power of two times ``lanes``). An access touches a bank at one row
+only: ``width <= lanes - bank_bytes + 1``.
 """
 
 from amaranth import Array, Cat, Module, Signal
-from amaranth.lib import wiring
+from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 __all__ = ["ByteBuffer"]
 
 
+def _pow2(n):
+    return isinstance(n, int) and n >= 1 and n & (n - 1) == 0
+
+
 class ByteBuffer(wiring.Component):
     LATENCY = 2
 
-    def __init__(self, width=8, depth=4096):
-        ok = width in (4, 8, 16, 32) and depth % width == 0 and (depth // width) & (depth // width - 1) == 0
+    def __init__(self, width=8, depth=4096, *, lanes=None, bank_bytes=1, bank_port=False):
+        lanes = width if lanes is None else lanes
+        ok = (width in (4, 8, 16, 32) and _pow2(lanes) and _pow2(bank_bytes) and bank_bytes <= lanes
+              and width <= lanes - bank_bytes + 1 and depth % lanes == 0 and _pow2(depth // lanes))
         if not ok:
             self._MustUse__silence = True  # a refused object is not an unused design
-            raise ValueError(f"width must be 4, 8, 16 or 32 bytes and depth a power-of-two multiple of it, got "
-                             f"width {width!r}, depth {depth!r}")
-        self.width, self.depth = width, depth
-        self.rows = depth // width
+            raise ValueError(f"width must be 4, 8, 16 or 32 bytes, lanes and bank_bytes powers of two with width <= "
+                             f"lanes - bank_bytes + 1, and depth a power-of-two multiple of lanes, got width "
+                             f"{width!r}, depth {depth!r}, lanes {lanes!r}, bank_bytes {bank_bytes!r}")
+        self.width, self.depth, self.lanes, self.bank_bytes = width, depth, lanes, bank_bytes
+        self.banks = lanes // bank_bytes
+        self.rows = depth // lanes
+        self.row_bits = (self.rows - 1).bit_length() or 1
         addr = (depth - 1).bit_length()
-        super().__init__({
+        members = {
             "w_en": In(1), "w_addr": In(addr), "w_data": In(8 * width), "w_strb": In(width),
             "r_en": In(1), "r_addr": In(addr), "r_data": Out(8 * width),
-        })
+        }
+        if bank_port:
+            members |= {"g_en": In(1), "g_rows": In(data.ArrayLayout(self.row_bits, self.banks)),
+                        "g_data": Out(8 * lanes)}
+        self.bank_port = bank_port
+        super().__init__(members)
 
     def elaborate(self, platform):
         m = Module()
-        w = self.width
-        shift = (w - 1).bit_length()
-        row_bits = (self.rows - 1).bit_length() or 1
+        w, lanes, bb = self.width, self.lanes, self.bank_bytes
+        shift = (lanes - 1).bit_length()
+        bshift = (bb - 1).bit_length()
 
         w_row, w_off = self.w_addr[shift:], self.w_addr[:shift]
         r_row, r_off = self.r_addr[shift:], self.r_addr[:shift]
         w_bytes = Array(self.w_data[8 * j:8 * j + 8] for j in range(w))
         w_strb = Array(self.w_strb[j] for j in range(w))
         banks_out = []
-        for b in range(w):
-            m.submodules[f"bank{b}"] = bank = Memory(shape=8, depth=self.rows, init=[])
-            wp, rp = bank.write_port(), bank.read_port()
-            # bank b holds the byte j of the vector with (off + j) % w == b, at row + (off + j >= w)
-            j = Signal(shift, name=f"w_j{b}")
-            m.d.comb += j.eq(b - w_off)
-            # (bank w - 1 never wraps to the next row: no constant comparison for it)
-            wrow = Signal(row_bits, name=f"w_row{b}")
-            m.d.comb += wrow.eq(w_row + (b < w_off) if b < w - 1 else w_row)
-            m.d.comb += [wp.addr.eq(wrow), wp.data.eq(w_bytes[j]), wp.en.eq(self.w_en & w_strb[j])]
-            rrow = Signal(row_bits, name=f"r_row{b}")
-            m.d.comb += rrow.eq(r_row + (b < r_off) if b < w - 1 else r_row)
-            m.d.comb += [rp.addr.eq(rrow), rp.en.eq(self.r_en)]
+        for b in range(self.banks):
+            m.submodules[f"bank{b}"] = bank = Memory(shape=8 * bb, depth=self.rows, init=[])
+            wp, rp = bank.write_port(granularity=8) if bb > 1 else bank.write_port(), bank.read_port()
+            # a bank before the access's first byte holds its last bytes, at the next row (no constant
+            # comparison for the last bank, which never wraps)
+            wrow = Signal(self.row_bits, name=f"w_row{b}")
+            m.d.comb += wrow.eq(w_row + (b < (w_off >> bshift)) if b < self.banks - 1 else w_row)
+            datas, ens = [], []
+            for lane in range(b * bb, b * bb + bb):
+                j = Signal(shift, name=f"w_j{lane}")        # the access's byte landing in this lane
+                m.d.comb += j.eq(lane - w_off)
+                datas.append(w_bytes[j])
+                ens.append(self.w_en & (j < w) & w_strb[j])
+            m.d.comb += [wp.addr.eq(wrow), wp.data.eq(Cat(datas)), wp.en.eq(Cat(ens))]
+            rrow = Signal(self.row_bits, name=f"r_row{b}")
+            m.d.comb += rrow.eq(r_row + (b < (r_off >> bshift)) if b < self.banks - 1 else r_row)
+            if self.bank_port:
+                with m.If(self.g_en):
+                    m.d.comb += rp.addr.eq(self.g_rows[b])
+                with m.Else():
+                    m.d.comb += rp.addr.eq(rrow)
+                m.d.comb += rp.en.eq(self.r_en | self.g_en)
+            else:
+                m.d.comb += [rp.addr.eq(rrow), rp.en.eq(self.r_en)]
             banks_out.append(rp.data)
-        # the rotation: byte j of the result is bank (off + j) % w
+        raw = Cat(banks_out)
+        # the rotation: byte j of the result is lane (off + j) % lanes
         off = Signal(shift)
         with m.If(self.r_en):
             m.d.sync += off.eq(r_off)
-        banks = Array(banks_out)
-        rotated = Cat(banks[(off + j)[:shift]] for j in range(w))
+        lane_bytes = Array(raw[8 * k:8 * k + 8] for k in range(lanes))
+        rotated = Cat(lane_bytes[(off + j)[:shift]] for j in range(w))
         ready = Signal()
         m.d.sync += ready.eq(self.r_en)
         with m.If(ready):
             m.d.sync += self.r_data.eq(rotated)
+        if self.bank_port:
+            g_ready = Signal()
+            m.d.sync += g_ready.eq(self.g_en)
+            with m.If(g_ready):
+                m.d.sync += self.g_data.eq(raw)
         return m
