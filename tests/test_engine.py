@@ -12,7 +12,7 @@ from int8_systolic.hw import commands
 from int8_systolic.hw.engine import ERRORS, Engine
 from int8_systolic.sim.amaranth_bench import simulate
 from int8_systolic.sim.axi_model import AxiMemoryModel
-from int8_systolic.sim.engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke
+from int8_systolic.sim.engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke, small_dw_layer
 
 VCD = None     # a path: the runs' waveforms (debugging)
 
@@ -72,7 +72,8 @@ def test_a_list_of_random_layers_is_exact(seed):
     rng = random.Random(seed)
     dut = engine()
     image = Image(seed, dut.cols)
-    layers = [Layer(rng, seed * 10 + i, fc=(i == 2)) for i in range(3)]
+    layers = [Layer(rng, seed * 10 + i, fc=(i == 2)) for i in range(3)] + [small_dw_layer(rng, seed * 10 + 3 + i)
+                                                                            for i in range(2)]
     for layer in layers:
         image.add(layer)
     image.finish()
@@ -101,7 +102,7 @@ BAD = {
     "BAD_OP": lambda raw: poke(raw, op=7),
     "BAD_FIELD": lambda raw: poke(raw, in_h=0),
     "INCONSISTENT": lambda raw: poke(raw, act_min=5, act_max=4),
-    "UNSUPPORTED": lambda raw: poke(raw, op=commands.OPS["DEPTHWISE_CONV_2D"]),
+    "UNSUPPORTED": lambda raw: poke(raw, bypass=1),
     "TOO_BIG": lambda raw: poke(raw, out_c=100),
     "MISALIGNED": lambda raw: poke(raw, input_addr=commands.unpack(raw)["input_addr"] + 4),
     "WINDOW": lambda raw: poke(raw, output_addr=RO[0] + 0x8000),

@@ -7,6 +7,7 @@ import random
 import pytest
 
 from int8_systolic.hw import commands
+from int8_systolic.hw.depthwise_gen import input_pitch
 from int8_systolic.hw.layer_check import ERRORS, LayerCheck
 from int8_systolic.sim.amaranth_bench import simulate
 
@@ -18,7 +19,8 @@ RO, RW = (0x1000, 0x9000), (0x10000, 0x20000)
 def model(c):
     """(error bits, values) of a command, as docs/engine.md states the checks."""
     up = lambda v: -(-v // NB) * NB   # noqa: E731
-    k = c["kernel_h"] * c["kernel_w"] * c["in_c"]
+    dw = c["op"] == commands.OPS["DEPTHWISE_CONV_2D"]
+    k = c["kernel_h"] * c["kernel_w"] * (1 if dw else c["in_c"])
     n_tiles = -(-c["out_c"] // COLS)
     pixels = c["batch"] * c["out_h"] * c["out_w"]
     in_len = up(c["batch"] * c["in_h"] * c["in_w"] * c["in_c"])
@@ -30,10 +32,12 @@ def model(c):
     shape = (fc and not ones) or (c["out_h"] - 1) * c["stride_h"] >= c["in_h"] + c["pad_top"] or \
         (c["out_w"] - 1) * c["stride_w"] >= c["in_w"] + c["pad_left"] or \
         c["pad_top"] > (c["kernel_h"] - 1) * c["dilation_h"] or c["pad_left"] > (c["kernel_w"] - 1) * c["dilation_w"] \
-        or c["act_min"] > c["act_max"]
-    unsupported = c["op"] == commands.OPS["DEPTHWISE_CONV_2D"] or c["bypass"]
+        or c["act_min"] > c["act_max"] or \
+        (c["out_c"] != c["in_c"] * c["depth_multiplier"] if dw else c["depth_multiplier"] != 1)
+    unsupported = c["bypass"]
+    in_buf = c["batch"] * c["in_h"] * c["in_w"] * input_pitch(c["in_c"], 8, NB)
     too_big = in_len > DEPTHS["in_depth"] or w_len > DEPTHS["w_depth"] or out_len > DEPTHS["out_depth"] or \
-        n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24
+        n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24 or (dw and in_buf > DEPTHS["in_depth"])
     misaligned = any(c[f] % NB for f in ("input_addr", "weights_addr", "table_addr", "output_addr"))
 
     def inside(a, n, win):
@@ -58,6 +62,9 @@ def good_command(rng):
              depth_multiplier=1, act_min=-128, act_max=127)
     c["out_h"] = -(-c["in_h"] // c["stride_h"])
     c["out_w"] = -(-c["in_w"] // c["stride_w"])
+    if rng.random() < 0.3:
+        c.update(op=commands.OPS["DEPTHWISE_CONV_2D"], depth_multiplier=rng.randint(1, 3))
+        c["out_c"] = c["in_c"] * c["depth_multiplier"]
     c.update(input_addr=RW[0], output_addr=RW[0] + 0x8000, weights_addr=RO[0], table_addr=RO[0] + 0x4000)
     return c
 
@@ -67,7 +74,11 @@ BREAKS = [
     lambda c, r: c.update(out_h=c["in_h"] + c["pad_top"] + 1, stride_h=1),
     lambda c, r: c.update(pad_left=c["kernel_w"] * c["dilation_w"]),
     lambda c, r: c.update(act_min=5, act_max=4),
-    lambda c, r: c.update(op=commands.OPS["DEPTHWISE_CONV_2D"]),
+    lambda c, r: c.update(op=commands.OPS["DEPTHWISE_CONV_2D"], out_c=c["in_c"] * 2 + 1, depth_multiplier=2),
+    lambda c, r: c.update(op=commands.OPS["CONV_2D"], depth_multiplier=2),
+    # a depthwise input that fits unpadded but not at its pitch (64 channels take 72 bytes a pixel)
+    lambda c, r: c.update(op=commands.OPS["DEPTHWISE_CONV_2D"], in_c=64, out_c=64, batch=1, in_h=8, in_w=8,
+                          out_h=4, out_w=4, stride_h=2, stride_w=2, depth_multiplier=1),
     lambda c, r: c.update(bypass=1),
     lambda c, r: c.update(in_h=60, out_h=60, in_w=60, out_w=60, stride_h=1, stride_w=1),
     lambda c, r: c.update(out_c=200),

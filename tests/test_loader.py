@@ -10,9 +10,12 @@ from int8_systolic.hw.loader import Loader
 from int8_systolic.sim.amaranth_bench import simulate
 
 
-@pytest.mark.parametrize(("data_width", "buffer_width", "chunk"), [(64, 8, 64), (32, 8, 256), (128, 16, 32)])
-def test_beats_land_in_order(data_width, buffer_width, chunk):
-    rng = random.Random(data_width)
+@pytest.mark.parametrize(("data_width", "buffer_width", "chunk", "pixel", "pitch"),
+                         [(64, 8, 64, 0, 0), (32, 8, 256, 0, 0), (128, 16, 32, 0, 0), (64, 8, 64, 16, 24),
+                          (128, 16, 64, 32, 40), (32, 8, 256, 64, 72)])
+def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
+    """Linear copies; and spread ones (a depthwise input: each pixel of ``pixel`` bytes at ``pitch``)."""
+    rng = random.Random(data_width + pitch)
     dut = Loader(data_width, buffer_width=buffer_width, addr_width=12, chunk=chunk)
     nbytes = data_width // 8
     copies = [(rng.randrange(0, 1 << 20) * nbytes, rng.randint(1, 40) * nbytes) for _ in range(3)]
@@ -24,6 +27,8 @@ def test_beats_land_in_order(data_width, buffer_width, chunk):
             owed = 0          # beats of the commands taken, not yet given
             ctx.set(dut.addr, addr)
             ctx.set(dut.length, length)
+            ctx.set(dut.pixel, pixel)
+            ctx.set(dut.pitch, pitch)
             ctx.set(dut.start, 1)
             await ctx.tick()
             ctx.set(dut.start, 0)
@@ -61,7 +66,9 @@ def test_beats_land_in_order(data_width, buffer_width, chunk):
     want = [(addr + o, min(chunk, length - o)) for addr, length in copies for o in range(0, length, chunk)]
     assert seen["cmds"] == want
     for (_, length), writes in zip(copies, seen["writes"], strict=True):
-        assert [w[0] for w in writes] == [n * nbytes for n in range(length // nbytes)]
+        place = [n * nbytes if not pitch else n * nbytes // pixel * pitch + n * nbytes % pixel
+                 for n in range(length // nbytes)]
+        assert [w[0] for w in writes] == [a % (1 << 12) for a in place]
         assert all(w[2] == (1 << nbytes) - 1 for w in writes)
 
 

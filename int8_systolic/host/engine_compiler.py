@@ -1,8 +1,8 @@
 """The memory engine's compiler: a .tflite model (through the golden interpreter) -> a memory image and a plan.
 
 :func:`compile_model` walks subgraph 0's operators in order and gives each MAC layer the engine can
-run (CONV_2D and FULLY_CONNECTED with constant weights, whose tensors fit the engine's buffers: the
-same checks as :class:`hw.layer_check.LayerCheck`) a command; every other operator, and a MAC
+run (CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with constant weights, whose tensors fit the engine's
+buffers: the same checks as :class:`hw.layer_check.LayerCheck`) a command; every other operator, and a MAC
 layer the engine cannot run (the plan says why), is the host's. Consecutive engine layers form a
 *segment*: one run of the command list, ended by a BARRIER (the host then runs the operators up to
 the next segment and says GO again) or, for the last segment, by END.
@@ -25,13 +25,14 @@ import dataclasses
 import numpy as np
 
 from ..hw import commands
+from ..hw.depthwise_gen import input_pitch
 from .engine_layout import table_image, weights_image
 from .windows import Geometry
 
 __all__ = ["EngineLayer", "Program", "compile_model"]
 
 ALIGN = 64
-ENGINE_OPS = ("CONV_2D", "FULLY_CONNECTED")
+ENGINE_OPS = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
 
 def _align(n):
@@ -69,12 +70,17 @@ class Program:
         return sorted({self.layers[op].input_tensor for op in self.segments[seg]} - written)
 
 
-def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles):
+def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles,
+                    depthwise=False):
     """Why the engine cannot run a layer of this shape (None: it can), as :class:`hw.layer_check.LayerCheck`."""
     nb = data_width // 8
     up = lambda v: -(-v // nb) * nb  # noqa: E731
     if g.batch * g.in_h * g.in_w * g.in_c > in_depth:
         return f"its input ({g.batch * g.in_h * g.in_w * g.in_c} bytes) is larger than the input buffer ({in_depth})"
+    pitch = input_pitch(g.in_c, 1 << (cols - 1).bit_length(), nb)
+    if depthwise and g.batch * g.in_h * g.in_w * pitch > in_depth:
+        return (f"its input at {pitch} bytes a pixel ({g.batch * g.in_h * g.in_w * pitch} bytes) is larger than the "
+                f"input buffer ({in_depth})")
     if up(n_tiles * k * cols) > w_depth:
         return f"its weights ({n_tiles * k * cols} bytes in the engine's layout) exceed the weight buffer ({w_depth})"
     if g.pixels * out_c > out_depth:
@@ -97,7 +103,7 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
     for op in sg.operators:
         params = interp.params.get((0, op.index))
         kind = op.op
-        if kind not in ("CONV_2D", "FULLY_CONNECTED", "DEPTHWISE_CONV_2D"):
+        if kind not in ENGINE_OPS:
             if segments[-1]:
                 segments.append([])
             continue
@@ -105,26 +111,32 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
         w_t = sg.tensors[op.inputs[1]]
         b_t = sg.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] != -1 else None
         x_t, y_t = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
-        if kind not in ENGINE_OPS:
-            reason = f"{kind} runs on the host until the engine's depthwise window (issue 41, step 6)"
-        elif w_t.data is None or (b_t is not None and b_t.data is None):
+        if w_t.data is None or (b_t is not None and b_t.data is None):
             reason = "its weights or bias are not constant"
         if reason is None:
             p = params["params"]
+            multiplier = 1
             if kind == "FULLY_CONNECTED":
                 k = params["k"]
                 g = Geometry(batch=int(np.prod(x_t.shape)) // k, in_h=1, in_w=1, in_c=k, out_h=1, out_w=1,
                              kernel_h=1, kernel_w=1)
                 weights = np.asarray(w_t.data, np.int8)
+            elif kind == "DEPTHWISE_CONV_2D":
+                geo = params["geometry"]
+                # [1, KH, KW, N] as [N, KH, KW]: K is the taps
+                weights = np.asarray(w_t.data, np.int8)[0].transpose(2, 0, 1)
+                g = Geometry.of(tuple(x_t.shape), weights.shape[1:3], geo["stride"], geo["dilation"], geo["padding"])
+                multiplier = int(geo["depth_multiplier"])
             else:
                 geo = params["geometry"]
                 weights = np.asarray(w_t.data, np.int8)
                 g = Geometry.of(tuple(x_t.shape), weights.shape[1:3], geo["stride"], geo["dilation"], geo["padding"])
             out_c = weights.shape[0]
             n_tiles = -(-out_c // cols)
-            reason = _engine_refusal(g, out_c, g.k, n_tiles, cols=cols, data_width=data_width,
+            k = weights.size // out_c
+            reason = _engine_refusal(g, out_c, k, n_tiles, cols=cols, data_width=data_width,
                                      in_depth=in_depth, w_depth=w_depth, out_depth=out_depth,
-                                     max_col_tiles=max_col_tiles)
+                                     max_col_tiles=max_col_tiles, depthwise=kind == "DEPTHWISE_CONV_2D")
         if reason is None:
             mult = np.broadcast_to(np.asarray(p["output_multiplier"], np.int64), (out_c,))
             shift = np.broadcast_to(np.asarray(p["output_shift"], np.int64), (out_c,))
@@ -142,7 +154,7 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
         weights_blobs.append((op.index, weights_image(weights, cols), table))
         fields[op.index] = {
             "op": kind, "batch": g.batch, "in_h": g.in_h, "in_w": g.in_w, "in_c": g.in_c, "out_h": g.out_h,
-            "out_w": g.out_w, "out_c": out_c, "depth_multiplier": 1, "kernel_h": g.kernel_h, "kernel_w": g.kernel_w,
+            "out_w": g.out_w, "out_c": out_c, "depth_multiplier": multiplier, "kernel_h": g.kernel_h, "kernel_w": g.kernel_w,
             "stride_h": g.stride_h, "stride_w": g.stride_w, "dilation_h": g.dilation_h, "dilation_w": g.dilation_w,
             "pad_top": g.pad_top, "pad_left": g.pad_left, "input_zero_point": -int(p["input_offset"]),
             "output_zero_point": int(p["output_offset"]), "act_min": int(p["quantized_activation_min"]),
@@ -150,7 +162,7 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
         in_bytes = int(np.prod(x_t.shape))
         out_bytes = int(np.prod(y_t.shape))
         layers[op.index] = EngineLayer(
-            op.index, kind, op.inputs[0], op.outputs[0], 0, 0, tuple(y_t.shape), g.pixels * g.k * out_c,
+            op.index, kind, op.inputs[0], op.outputs[0], 0, 0, tuple(y_t.shape), g.pixels * k * out_c,
             in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes, len(segments) - 1)
     segments = [s for s in segments if s]
     for i, seg in enumerate(segments):

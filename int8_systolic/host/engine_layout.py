@@ -3,7 +3,8 @@
 What the compiler writes into the engine's memory image for a layer (docs/engine.md):
 
 - :func:`weights_image`: OHWI int8 weights as ``[n_tile][k][cols]``, K in TFLite's (kh, kw, c)
-  order (the window generator's), output channels past N zero;
+  order (the window generator's), output channels past N zero; a DEPTHWISE_CONV_2D's [1, KH, KW, N]
+  filter goes in as [N, KH, KW] (K the taps, the depthwise generator's order);
 - :func:`table_image`: 16 bytes a channel (:func:`hw.table_loader.pack_table`): the bias with the
   input zero point folded in (``bias - z_a * sum_k w[k][n]``: padding taps read the zero point, so
   they add nothing), the multiplier and the shift;
@@ -40,12 +41,12 @@ def table_image(bias, weights, input_zero_point, multiplier, shift):
 
 
 def mac_command(op, g, out_c, *, input_addr, weights_addr, table_addr, output_addr, input_zero_point,
-                output_zero_point, act_min=-128, act_max=127):
+                output_zero_point, act_min=-128, act_max=127, depth_multiplier=1):
     """One MAC command's 64 bytes: ``g`` a :class:`host.windows.Geometry`."""
     return commands.pack(op=op, input_addr=input_addr, weights_addr=weights_addr, table_addr=table_addr,
                          output_addr=output_addr, batch=g.batch, in_h=g.in_h, in_w=g.in_w, in_c=g.in_c,
-                         out_h=g.out_h, out_w=g.out_w, out_c=out_c, depth_multiplier=1, kernel_h=g.kernel_h,
-                         kernel_w=g.kernel_w, stride_h=g.stride_h, stride_w=g.stride_w, dilation_h=g.dilation_h,
-                         dilation_w=g.dilation_w, pad_top=g.pad_top, pad_left=g.pad_left,
+                         out_h=g.out_h, out_w=g.out_w, out_c=out_c, depth_multiplier=depth_multiplier,
+                         kernel_h=g.kernel_h, kernel_w=g.kernel_w, stride_h=g.stride_h, stride_w=g.stride_w,
+                         dilation_h=g.dilation_h, dilation_w=g.dilation_w, pad_top=g.pad_top, pad_left=g.pad_left,
                          input_zero_point=input_zero_point, output_zero_point=output_zero_point, act_min=act_min,
                          act_max=act_max)

@@ -48,6 +48,7 @@ from .axi_writer import AxiWriter, axi4_write_members
 from .byte_buffer import ByteBuffer
 from .command_fetch import ERRORS as FETCH_ERRORS
 from .command_fetch import CommandFetch
+from .depthwise_gen import DepthwiseWindows, input_pitch
 from .gemm_scheduler import GemmScheduler
 from .layer_check import ERRORS as CHECK_ERRORS
 from .layer_check import LayerCheck
@@ -99,6 +100,16 @@ class Engine(wiring.Component):
         # few-channel layers still feed a step a cycle (same block RAMs as 8 banks twice as deep)
         self.in_width = max(16, nbytes)
         self.w_width = max(min(w for w in (4, 8, 16, 32) if w >= cols), nbytes)
+        # the input buffer's banks: a depthwise step reads `rows` pixels' `cols` channels, a bank each
+        # (hw.depthwise_gen); the window generator's reads span at most one bank less than a row of them
+        pow2_at_least = lambda n: 1 << (n - 1).bit_length()  # noqa: E731
+        self.bank_bytes = pow2_at_least(cols)
+        self.banks = max(pow2_at_least(rows), pow2_at_least(-(-(self.in_width + self.bank_bytes - 1)
+                                                              // self.bank_bytes)))
+        if self.banks * self.bank_bytes > in_depth:
+            self._MustUse__silence = True  # a refused object is not an unused design
+            raise ValueError(f"in_depth must hold at least one row of the input buffer's banks "
+                             f"({self.banks * self.bank_bytes} bytes), got {in_depth}")
         super().__init__({
             "go": In(1), "list_addr": In(32),
             "ro_base": In(32), "ro_limit": In(33), "rw_base": In(32), "rw_limit": In(33),
@@ -125,14 +136,17 @@ class Engine(wiring.Component):
         m.submodules.fetch = fetch = CommandFetch(self.data_width)
         m.submodules.check = check = LayerCheck(rows, cols, data_width=self.data_width, in_depth=self.in_depth,
                                                 w_depth=self.w_depth, out_depth=self.out_depth,
-                                                max_col_tiles=self.max_col_tiles)
+                                                max_col_tiles=self.max_col_tiles, bank_bytes=self.bank_bytes)
         m.submodules.tables = tables = TableLoader(cols, self.max_col_tiles, self.data_width)
         in_bits, w_bits = (self.in_depth - 1).bit_length(), (self.w_depth - 1).bit_length()
-        m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth)
+        m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=self.banks * self.bank_bytes,
+                                                  bank_bytes=self.bank_bytes, bank_port=True)
         m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth)
         m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
         m.submodules.w_loader = w_loader = Loader(self.data_width, buffer_width=self.w_width, addr_width=w_bits)
         m.submodules.gen = gen = WindowGenerator(rows, self.in_width, addr_width=in_bits)
+        m.submodules.dwgen = dwgen = DepthwiseWindows(rows, cols, banks=self.banks, bank_bytes=self.bank_bytes,
+                                                      addr_width=in_bits)
         m.submodules.streamer = streamer = WeightStreamer(cols, buffer_width=self.w_width, addr_width=w_bits)
         m.submodules.packer = packer = ResultPacker(rows, cols, data_width=self.data_width, depth=self.out_depth)
 
@@ -164,15 +178,22 @@ class Engine(wiring.Component):
         for reader_of, buf in ((gen, in_buf), (streamer, w_buf)):
             m.d.comb += [buf.r_en.eq(reader_of.r_en), buf.r_addr.eq(reader_of.r_addr),
                          reader_of.r_data.eq(buf.r_data)]
+        m.d.comb += [in_buf.g_en.eq(dwgen.g_en), in_buf.g_rows.eq(dwgen.g_rows), dwgen.g_data.eq(in_buf.g_data)]
 
-        # --- the core: steps from the generator and the streamer, tables from the loader, results to the packer ---
-        m.d.comb += [core.act.payload.as_value()[:8 * rows].eq(gen.o.payload), core.act.valid.eq(gen.o.valid),
-                     gen.o.ready.eq(core.act.ready),
-                     core.wts.payload.as_value().eq(streamer.o.payload), core.wts.valid.eq(streamer.o.valid),
+        # --- the core: steps from a generator (the window generator's, or the depthwise one's) and the streamer,
+        # tables from the loader, results to the packer ---
+        dw_b = Signal()               # the back's layer is a DEPTHWISE_CONV_2D
+        with m.If(dw_b):
+            m.d.comb += [core.act.payload.as_value().eq(dwgen.o.payload), core.act.valid.eq(dwgen.o.valid),
+                         dwgen.o.ready.eq(core.act.ready)]
+        with m.Else():
+            m.d.comb += [core.act.payload.as_value()[:8 * rows].eq(gen.o.payload), core.act.valid.eq(gen.o.valid),
+                         gen.o.ready.eq(core.act.ready)]
+        m.d.comb += [core.wts.payload.as_value().eq(streamer.o.payload), core.wts.valid.eq(streamer.o.valid),
                      streamer.o.ready.eq(core.wts.ready)]
         # for the performance counters: a step taken; a layer with steps to come took none for want of data
         m.d.comb += [self.step.eq(core.act.valid & core.act.ready),
-                     self.mem_wait.eq((gen.busy | streamer.busy) & ~(gen.o.valid & streamer.o.valid))]
+                     self.mem_wait.eq((gen.busy | dwgen.busy | streamer.busy) & ~(core.act.valid & streamer.o.valid))]
         wiring.connect(m, tables.cfg, core.cfg)
         wiring.connect(m, sched.gemm, core.gemm)
         m.d.comb += sched.check_row.eq(0)     # (the engine places tables itself: the scheduler's row check unused)
@@ -200,12 +221,20 @@ class Engine(wiring.Component):
         m.d.comb += [tables.addr.eq(cmd_f.table_addr), tables.channels.eq(cmd_f.out_c), tables.base.eq(tb_f),
                      w_loader.addr.eq(cmd_f.weights_addr), w_loader.length.eq(check.w_len), w_loader.base.eq(wb_f),
                      in_loader.addr.eq(cmd_b.input_addr), in_loader.length.eq(vals["in_len"]), in_loader.base.eq(0)]
+        pitch_b = Signal(17)
+        m.d.comb += [dw_b.eq(cmd_b.op == commands.OPS["DEPTHWISE_CONV_2D"]),
+                     pitch_b.eq(input_pitch(cmd_b.in_c, self.bank_bytes, self.data_width // 8)),
+                     in_loader.pixel.eq(Mux(dw_b, cmd_b.in_c, 0)), in_loader.pitch.eq(Mux(dw_b, pitch_b, 0))]
         back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
         geometry = {f: cmd_b[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
                                           "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
         m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(vals["n_tiles"]),
                      gen.geometry.zero_point.eq(cmd_b.input_zero_point),
                      gen.avail.eq(in_loader.loaded), gen.total.eq(vals["in_len"]),
+                     *(dwgen.geometry[f].eq(v) for f, v in geometry.items()),
+                     dwgen.geometry.out_c.eq(cmd_b.out_c), dwgen.geometry.depth_multiplier.eq(cmd_b.depth_multiplier),
+                     dwgen.geometry.n_tiles.eq(vals["n_tiles"]), dwgen.geometry.zero_point.eq(cmd_b.input_zero_point),
+                     dwgen.geometry.pitch.eq(pitch_b), dwgen.avail.eq(in_loader.loaded), dwgen.total.eq(vals["in_len"]),
                      streamer.k.eq(vals["k"]), streamer.n_tiles.eq(vals["n_tiles"]),
                      streamer.m_tiles.eq(vals["m_tiles"]), streamer.base.eq(wb_b),
                      streamer.avail.eq(Mux(back_w_loading, w_loader.loaded, (1 << 25) - 1)),
@@ -213,7 +242,7 @@ class Engine(wiring.Component):
                      writer.cmd.payload.addr.eq(cmd_b.output_addr), writer.cmd.payload.length.eq(vals["out_len"])]
         desc = sched.desc
         m.d.comb += [desc.k.eq(vals["k"]), desc.n_tiles.eq(vals["n_tiles"]), desc.base.eq(tb_b),
-                     desc.end.eq(tb_b + vals["n_tiles"]), desc.depthwise.eq(0), desc.m_m1.eq(vals["m_tiles"] - 1),
+                     desc.end.eq(tb_b + vals["n_tiles"]), desc.depthwise.eq(dw_b), desc.m_m1.eq(vals["m_tiles"] - 1),
                      desc.n_m1.eq(vals["n_tiles"] - 1), desc.m_one.eq(vals["m_tiles"] == 1),
                      desc.n_one.eq(vals["n_tiles"] == 1), desc.output_offset.eq(cmd_b.output_zero_point),
                      desc.act_min.eq(cmd_b.act_min), desc.act_max.eq(cmd_b.act_max), desc.bypass.eq(0),
@@ -318,7 +347,8 @@ class Engine(wiring.Component):
                     m.next = "IDLE"
         starting = back.ongoing("START")
         m.d.comb += [back_idle.eq(back.ongoing("IDLE")), take.eq(back.ongoing("IDLE") & ready),
-                     in_loader.start.eq(starting), sched.push.eq(starting), gen.start.eq(starting),
+                     in_loader.start.eq(starting), sched.push.eq(starting), gen.start.eq(starting & ~dw_b),
+                     dwgen.start.eq(starting & dw_b),
                      streamer.start.eq(starting), packer.start.eq(starting),
                      writer.cmd.valid.eq(back.ongoing("RUN") & ~written)]
 

@@ -4,19 +4,21 @@ On ``start`` the check takes the decoded command (``command``, :func:`hw.command
 already at their minimums, :class:`hw.command_fetch.CommandFetch`), the two windows and computes, one
 product or one quotient bit a cycle (one multiplier, :attr:`LayerCheck.CYCLES` cycles in all):
 
-- ``k`` = kernel_h * kernel_w * in_c, ``n_tiles`` = ceil(out_c / cols), ``pixels`` = batch * out_h *
-  out_w, ``m_tiles`` = ceil(pixels / rows);
+- ``k`` = kernel_h * kernel_w * in_c (kernel_h * kernel_w for DEPTHWISE_CONV_2D), ``n_tiles`` =
+  ceil(out_c / cols), ``pixels`` = batch * out_h * out_w, ``m_tiles`` = ceil(pixels / rows);
 - the bytes the layer moves: its input (batch * in_h * in_w * in_c, rounded up to whole beats),
   weights (n_tiles * k * cols, the engine's layout, rounded up), table (16 per output channel) and
-  output (pixels * out_c).
+  output (pixels * out_c). A depthwise layer's input takes batch * in_h * in_w * pitch bytes of the
+  input buffer (:func:`hw.depthwise_gen.input_pitch`).
 
 Then ``done`` pulses with ``error`` (:data:`ERRORS`: the bit of the first failed check in this
 order, one bit, so a user reads one reason) and the values:
 
 - ``INCONSISTENT``: an inconsistent layer. A FULLY_CONNECTED not 1x1 everywhere; a window that starts
   outside the padded input ((out - 1) * stride >= in + pad); a padding as large as the filter's
-  extent ((kernel - 1) * dilation + 1); act_min > act_max.
-- ``UNSUPPORTED``: what this engine does not run yet (DEPTHWISE_CONV_2D, bypass).
+  extent ((kernel - 1) * dilation + 1); act_min > act_max; a DEPTHWISE_CONV_2D whose out_c is not
+  in_c * depth_multiplier, another op with a depth multiplier other than 1.
+- ``UNSUPPORTED``: what this engine does not run yet (bypass).
 - ``TOO_BIG``: the input, the weights or the output larger than its buffer, more column tiles than
   the core's tables hold, K of 2**24 or more.
 - ``MISALIGNED``: an address not a multiple of the bus width.
@@ -31,6 +33,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from . import commands
+from .depthwise_gen import input_pitch
 from .table_loader import ENTRY_BYTES
 
 __all__ = ["ERRORS", "LayerCheck"]
@@ -48,14 +51,16 @@ class LayerCheck(wiring.Component):
         ("pixels", "ohw", "batch"), ("out_bytes", "pixels", "out_c"),
         ("span_h", "out_h-1", "stride_h"), ("span_w", "out_w-1", "stride_w"),
         ("ext_h", "kernel_h-1", "dilation_h"), ("ext_w", "kernel_w-1", "dilation_w"),
-        ("kc", "k", "cols"),
+        ("kc", "k", "cols"), ("khwc", "khw", "cols"), ("cm", "in_c", "depth_multiplier"),
+        ("hwp", "hw", "pitch"), ("in_buf", "hwp", "batch"),
     )
     # then ceil(out_c / cols) (17 quotient bits) and ceil(pixels / rows) (32), a bit a cycle, then the check:
     # ``done`` pulses CYCLES + 1 cycles after the cycle of ``start``
     CYCLES = len(PRODUCTS) + 17 + 32 + 3
 
-    def __init__(self, rows, cols, *, data_width=64, in_depth=4096, w_depth=4096, out_depth=4096, max_col_tiles=64):
-        self.rows, self.cols, self.data_width = rows, cols, data_width
+    def __init__(self, rows, cols, *, data_width=64, in_depth=4096, w_depth=4096, out_depth=4096, max_col_tiles=64,
+                 bank_bytes=8):
+        self.rows, self.cols, self.data_width, self.bank_bytes = rows, cols, data_width, bank_bytes
         self.in_depth, self.w_depth, self.out_depth, self.max_col_tiles = in_depth, w_depth, out_depth, max_col_tiles
         super().__init__({
             "start": In(1), "command": In(commands.layout()),
@@ -70,17 +75,20 @@ class LayerCheck(wiring.Component):
         c = self.command
         nbytes = self.data_width // 8
         val = {name: Signal(32, name=name) for name, _, _ in self.PRODUCTS}
-        operands = {**{f.name: c[f.name] for f in commands.FIELDS if f.name != "op"}, "cols": self.cols}
+        pitch = Signal(17)
+        m.d.comb += pitch.eq(input_pitch(c.in_c, self.bank_bytes, nbytes))
+        operands = {**{f.name: c[f.name] for f in commands.FIELDS if f.name != "op"}, "cols": self.cols,
+                    "pitch": pitch}
         for f in ("out_h", "out_w", "kernel_h", "kernel_w"):
             operands[f"{f}-1"] = c[f] - 1
 
         step = Signal(range(len(self.PRODUCTS) + 2))
-        fa, fb = Signal(32), Signal(16)
+        fa, fb = Signal(32), Signal(17)
         with m.Switch(step):
             for s, (_, a, b) in enumerate(self.PRODUCTS):
                 with m.Case(s):
                     m.d.comb += [fa.eq(val[a] if a in val else operands[a]), fb.eq(operands[b])]
-        full = Signal(48)
+        full = Signal(49)
         product = Signal(32)
         m.d.comb += [full.eq(fa * fb), product.eq(Mux(full[32:].any(), _MAX, full[:32]))]
 
@@ -133,9 +141,12 @@ class LayerCheck(wiring.Component):
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
 
+        is_dw = c.op == commands.OPS["DEPTHWISE_CONV_2D"]
+        k = Signal(32)
+        m.d.comb += k.eq(Mux(is_dw, val["khw"], val["k"]))
         # weights = n_tiles * k * cols, saturating
         w_full = Signal(48)
-        m.d.comb += w_full.eq(val["kc"] * n_tiles[:16])
+        m.d.comb += w_full.eq(Mux(is_dw, val["khwc"], val["kc"]) * n_tiles[:16])
         w_bytes = Signal(32)
         m.d.comb += w_bytes.eq(Mux(w_full[32:].any() | n_tiles[16:].any(), _MAX, w_full[:32]))
 
@@ -154,10 +165,11 @@ class LayerCheck(wiring.Component):
         is_fc = c.op == commands.OPS["FULLY_CONNECTED"]
         ones = (c.in_h == 1) & (c.in_w == 1) & (c.out_h == 1) & (c.out_w == 1) & (c.kernel_h == 1) & (c.kernel_w == 1)
         shape = (is_fc & ~ones) | (val["span_h"] >= c.in_h + c.pad_top) | (val["span_w"] >= c.in_w + c.pad_left) | \
-            (c.pad_top > val["ext_h"]) | (c.pad_left > val["ext_w"]) | (c.act_min > c.act_max)
-        unsupported = (c.op == commands.OPS["DEPTHWISE_CONV_2D"]) | c.bypass
+            (c.pad_top > val["ext_h"]) | (c.pad_left > val["ext_w"]) | (c.act_min > c.act_max) | \
+            Mux(is_dw, val["cm"] != c.out_c, c.depth_multiplier != 1)
+        unsupported = c.bypass
         too_big = (in_len > self.in_depth) | (w_len > self.w_depth) | (val["out_bytes"] > self.out_depth) | \
-            (n_tiles > self.max_col_tiles) | (val["k"] >= 1 << 24)
+            (n_tiles > self.max_col_tiles) | (k >= 1 << 24) | (is_dw & (val["in_buf"] > self.in_depth))
         misaligned = ((c.input_addr | c.weights_addr | c.table_addr | c.output_addr) & (nbytes - 1)) != 0
         window = ~inside(c.input_addr, in_len, self.rw_base, self.rw_limit) | \
             ~inside(c.output_addr, val["out_bytes"], self.rw_base, self.rw_limit) | \
@@ -167,6 +179,6 @@ class LayerCheck(wiring.Component):
             failed = Cat(shape, unsupported, too_big, misaligned, window)
             m.d.sync += [self.done.eq(1), self.error.eq(failed & -failed),
                          self.in_len.eq(in_len), self.w_len.eq(w_len), self.t_len.eq(t_len),
-                         self.out_len.eq(val["out_bytes"]), self.k.eq(val["k"]), self.n_tiles.eq(n_tiles),
+                         self.out_len.eq(val["out_bytes"]), self.k.eq(k), self.n_tiles.eq(n_tiles),
                          self.pixels.eq(val["pixels"])]
         return m

@@ -8,10 +8,12 @@ buffer at least a beat wide), from byte ``base`` on (wrapping at the buffer's en
 others: the engine rounds a tensor's length up, and its allocator leaves the bytes after a tensor
 inside the window). The copy is read in commands of at most ``chunk`` bytes, so that two loaders
 sharing the port through the arbiter take turns rather than one waiting for the other's whole
-tensor. ``loaded`` counts the bytes written so far (the engine starts computing on the first bytes
-and its readers wait for the bytes they need). ``done`` pulses after the last beat is written;
-``busy`` is high from the cycle after ``start`` to then. The copy runs at the port's rate: the
-buffer takes a beat every cycle.
+tensor. With ``pixel`` (bytes) and a larger ``pitch``, a depthwise layer's input is spread out: byte i of pixel p
+goes to ``base + p * pitch + i`` (:func:`hw.depthwise_gen.input_pitch`; ``pixel`` is then whole beats); with
+``pitch == pixel`` (0 and 0 too) the copy is linear. ``loaded`` counts the bytes written so far (the engine
+starts computing on the first bytes and its readers wait for the bytes they need). ``done`` pulses after the
+last beat is written; ``busy`` is high from the cycle after ``start`` to then. The copy runs at the port's rate:
+the buffer takes a beat every cycle.
 """
 
 from amaranth import Module, Mux, Signal
@@ -33,7 +35,8 @@ class Loader(wiring.Component):
                              f"{buffer_width!r}, {chunk!r}")
         self.data_width, self.buffer_width, self.addr_width, self.chunk = data_width, buffer_width, addr_width, chunk
         super().__init__({
-            "start": In(1), "addr": In(32), "length": In(24), "base": In(addr_width),
+            "start": In(1), "addr": In(32), "length": In(24), "base": In(addr_width), "pixel": In(17),
+            "pitch": In(17),
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
@@ -47,20 +50,30 @@ class Loader(wiring.Component):
         left = Signal(25)          # bytes not yet asked for
         length = Signal(24)        # (the inputs are taken at start: the engine prepares its next layer meanwhile)
         base = Signal(self.addr_width)
+        pixel, pitch = Signal(17), Signal(17)
+        spread = Signal()          # a pitch larger than the pixel
+        pix_addr = Signal(self.addr_width)     # the current pixel's place, the byte in it
+        pix_off = Signal(17)
         m.d.sync += self.done.eq(0)
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0),
-                         length.eq(self.length), base.eq(self.base)]
+                         length.eq(self.length), base.eq(self.base), pixel.eq(self.pixel), pitch.eq(self.pitch),
+                         spread.eq(self.pitch != self.pixel), pix_addr.eq(self.base), pix_off.eq(0)]
         # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients'
         m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0)), self.rd_cmd.payload.addr.eq(next_addr),
                      self.rd_cmd.payload.length.eq(Mux(left > self.chunk, self.chunk, left))]
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
-        m.d.comb += [self.rd_data.ready.eq(self.busy), self.w_addr.eq(base + self.loaded),
+        m.d.comb += [self.rd_data.ready.eq(self.busy),
+                     self.w_addr.eq(Mux(spread, pix_addr + pix_off, base + self.loaded)),
                      self.w_data.eq(self.rd_data.payload.data), self.w_strb.eq((1 << nbytes) - 1)]
         with m.If(self.rd_data.valid & self.rd_data.ready):
             m.d.comb += self.w_en.eq(1)
             m.d.sync += self.loaded.eq(self.loaded + nbytes)
+            with m.If(pix_off + nbytes >= pixel):
+                m.d.sync += [pix_off.eq(0), pix_addr.eq(pix_addr + pitch)]
+            with m.Else():
+                m.d.sync += pix_off.eq(pix_off + nbytes)
             with m.If(self.loaded + nbytes >= length):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m

@@ -1,11 +1,12 @@
 """Random MAC layers for the memory engine's tests, the memory image they run from, and the check of the result.
 
 Shared by the Amaranth-simulator tests (tests/test_engine.py) and the cocotb testbench (sim/tb_engine.py). A
-:class:`Layer` is a random CONV_2D or FULLY_CONNECTED layer (any geometry, zero points at both ends, per-channel
-multipliers putting outputs across the int8 range) with its golden output (:func:`golden.kernels.conv_2d_kernel`,
-computed here, never by the engine's own code). An :class:`Image` lays layers out in memory as the compiler
-would: the command list and the weights and tables in the read-only window, inputs and outputs in the read-write
-window. :func:`check_memory` compares every output with golden and checks nothing else changed.
+:class:`Layer` is a random CONV_2D, DEPTHWISE_CONV_2D or FULLY_CONNECTED layer (any geometry, depth multipliers,
+zero points at both ends, per-channel multipliers putting outputs across the int8 range) with its golden output
+(:mod:`golden.kernels`, computed here, never by the engine's own code). An :class:`Image` lays layers out in
+memory as the compiler would: the command list and the weights and tables in the read-only window, inputs and
+outputs in the read-write window. :func:`check_memory` compares every output with golden and checks nothing else
+changed.
 """
 
 import random
@@ -13,12 +14,12 @@ import random
 import numpy as np
 
 from ..golden.fixedpoint import quantize_multiplier
-from ..golden.kernels import conv_2d_kernel
+from ..golden.kernels import conv_2d_kernel, depthwise_conv_2d_kernel
 from ..host.engine_layout import mac_command, table_image, weights_image
 from ..host.windows import Geometry
 from ..hw import commands
 
-__all__ = ["LIST", "MEMORY", "RO", "RW", "Image", "Layer", "check_memory", "poke"]
+__all__ = ["LIST", "MEMORY", "RO", "RW", "Image", "Layer", "check_memory", "poke", "small_dw_layer"]
 
 RO = (0x0000, 0x10000)      # commands, weights, tables
 RW = (0x10000, 0x20000)     # activations
@@ -27,16 +28,18 @@ LIST = 0x0
 
 
 class Layer:
-    """A random CONV_2D (or FULLY_CONNECTED) layer, its parameters and its golden output."""
+    """A random CONV_2D (FULLY_CONNECTED with ``fc``, DEPTHWISE_CONV_2D with ``dw``) layer, its parameters and its
+    golden output. ``w`` is OHWI (for a depthwise layer [out_c, KH, KW]: the engine's reduction over the taps)."""
 
-    def __init__(self, rng, seed, *, fc=False, shape=None, filter_hw=None, stride=None, dilation=None,
-                 padding=None, out_c=None):
+    def __init__(self, rng, seed, *, fc=False, dw=False, shape=None, filter_hw=None, stride=None, dilation=None,
+                 padding=None, out_c=None, depth_multiplier=None):
         nrng = np.random.default_rng(seed)
         if fc:
             batch, k = shape or (rng.randint(1, 6), rng.randint(1, 40))
             shape, filter_hw, stride, dilation, padding = (batch, 1, 1, k), (1, 1), (1, 1), (1, 1), "VALID"
         else:
-            shape = shape or (rng.choice([1, 1, 2]), rng.randint(1, 7), rng.randint(1, 7), rng.choice([1, 3, 4, 8, 9]))
+            channels = [1, 3, 8, 16, 17, 24, 32] if dw else [1, 3, 4, 8, 9]
+            shape = shape or (rng.choice([1, 1, 2]), rng.randint(1, 7), rng.randint(1, 7), rng.choice(channels))
             filter_hw = filter_hw or (rng.randint(1, 3), rng.randint(1, 3))
             stride = stride or (rng.randint(1, 2), rng.randint(1, 2))
             dilation = dilation or (rng.choice([1, 1, 2]), rng.choice([1, 1, 2]))
@@ -44,13 +47,20 @@ class Layer:
             if padding == "VALID" and any((k - 1) * d + 1 > s for k, d, s in zip(filter_hw, dilation, shape[1:3],
                                                                                   strict=True)):
                 padding = "SAME"
-        self.op = "FULLY_CONNECTED" if fc else "CONV_2D"
+        self.op = "FULLY_CONNECTED" if fc else "DEPTHWISE_CONV_2D" if dw else "CONV_2D"
         self.g = Geometry.of(shape, filter_hw, stride, dilation, padding)
-        self.out_c = out_c or rng.randint(1, 11)
+        self.depth_multiplier = 1
+        if dw:
+            self.depth_multiplier = depth_multiplier or rng.choice([1, 1, 1, 2, 3, 9])
+            self.out_c = shape[3] * self.depth_multiplier
+            self.w = nrng.integers(-127, 128, (self.out_c, *filter_hw)).astype(np.int8)
+            k = filter_hw[0] * filter_hw[1]
+        else:
+            self.out_c = out_c or rng.randint(1, 11)
+            self.w = nrng.integers(-127, 128, (self.out_c, *filter_hw, shape[3])).astype(np.int8)
+            k = self.g.k
         self.x = nrng.integers(-128, 128, shape).astype(np.int8)
-        self.w = nrng.integers(-127, 128, (self.out_c, *filter_hw, shape[3])).astype(np.int8)
         self.bias = nrng.integers(-(2**16), 2**16, self.out_c).astype(np.int32)
-        k = self.g.k
         # outputs spread over the int8 range (an accumulator's spread is about 5000 * sqrt(K))
         real = np.exp(nrng.uniform(np.log(2.0**-4), np.log(2.0), self.out_c)) / (np.sqrt(k) * 128)
         self.mult, shift = quantize_multiplier(real, "double")
@@ -60,12 +70,30 @@ class Layer:
         self.act = sorted(rng.sample(range(-128, 128), 2)) if rng.random() < 0.3 else [-128, 127]
         self.stride, self.dilation, self.padding = stride, dilation, padding
 
+    @property
+    def macs(self):
+        taps = self.g.kernel_h * self.g.kernel_w
+        return self.g.pixels * (taps if self.op == "DEPTHWISE_CONV_2D" else self.g.k) * self.out_c
+
     def expected(self):
-        out = conv_2d_kernel(self.x, self.w, self.bias, input_offset=-self.zp_in, output_multiplier=self.mult,
-                             output_shift=self.shift, output_offset=self.zp_out, stride=self.stride,
-                             dilation=self.dilation, padding=self.padding, quantized_activation_min=self.act[0],
-                             quantized_activation_max=self.act[1])
+        common = {"input_offset": -self.zp_in, "output_multiplier": self.mult, "output_shift": self.shift,
+                  "output_offset": self.zp_out, "stride": self.stride, "dilation": self.dilation,
+                  "padding": self.padding, "quantized_activation_min": self.act[0],
+                  "quantized_activation_max": self.act[1]}
+        if self.op == "DEPTHWISE_CONV_2D":
+            out = depthwise_conv_2d_kernel(self.x, self.w.transpose(1, 2, 0)[None], self.bias,
+                                           depth_multiplier=self.depth_multiplier, **common)
+        else:
+            out = conv_2d_kernel(self.x, self.w, self.bias, **common)
         return out.astype(np.int8).tobytes()
+
+
+def small_dw_layer(rng, seed):
+    """A random DEPTHWISE_CONV_2D layer within 1 KB buffers and 8 column tiles of 4 (depth multipliers to 9)."""
+    c = rng.choice([3, 8, 16])
+    mult = rng.choice({3: [1, 2, 9], 8: [1, 2], 16: [1]}[c])
+    return Layer(rng, seed, dw=True, shape=(rng.choice([1, 2]), rng.randint(1, 5), rng.randint(1, 5), c),
+                 depth_multiplier=mult)
 
 
 class Image:
@@ -100,7 +128,7 @@ class Image:
         fields = {"input_addr": in_addr, "weights_addr": w_addr, "table_addr": t_addr, "output_addr": out_addr,
                       "input_zero_point": layer.zp_in, "output_zero_point": layer.zp_out, "act_min": layer.act[0],
                       "act_max": layer.act[1]}
-        raw = mac_command(layer.op, layer.g, layer.out_c, **fields)
+        raw = mac_command(layer.op, layer.g, layer.out_c, depth_multiplier=layer.depth_multiplier, **fields)
         if override:
             raw = poke(raw, **override)
         self.list.append(raw)

@@ -24,7 +24,7 @@ from cocotbext.axi import AxiBus
 from ..hw.engine import ERRORS
 from .axi_memory import LatencyAxiRam
 from .axi_monitor import AxiMonitor
-from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke
+from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke, small_dw_layer
 
 SEED = int(os.environ.get("TB_SEED", "1"))
 LATENCY = int(os.environ.get("TB_LATENCY", "20"))
@@ -80,11 +80,15 @@ def write_result(result):
         f.write(json.dumps(result) + "\n")
 
 
-def big_layer(rng, seed, fc=False):
+def big_layer(rng, seed, fc=False, dw=False):
     """A layer larger than the Amaranth tests' (several row and column tiles), within the default buffers (with
     ``TB_SMALL``, one of the Amaranth tests' size)."""
     if SMALL:
-        return Layer(rng, seed, fc=fc)
+        return small_dw_layer(rng, seed) if dw else Layer(rng, seed, fc=fc)
+    if dw:
+        c = rng.choice([3, 8, 16, 24, 32, 64])
+        return Layer(rng, seed, dw=True, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12), c),
+                     depth_multiplier=rng.choice([1, 2, 3]) if c <= 8 else 1)
     if fc:
         return Layer(rng, seed, fc=True, shape=(rng.randint(1, 20), rng.randint(1, 200)), out_c=rng.randint(1, 40))
     return Layer(rng, seed, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12),
@@ -96,7 +100,7 @@ async def layers(dut):
     rng = random.Random(SEED)
     ram, monitor = await setup(dut, rng)
     image = Image(SEED, COLS)
-    layers = [big_layer(rng, SEED * 100 + i, fc=(i % 3 == 2)) for i in range(LAYERS)]
+    layers = [big_layer(rng, SEED * 100 + i, fc=(i % 4 == 2), dw=(i % 4 == 1)) for i in range(LAYERS)]
     for layer in layers:
         image.add(layer)
     image.finish()
@@ -110,7 +114,7 @@ async def layers(dut):
     monitor.check_idle()
     assert monitor.violations == [], monitor.violations[:5]
     assert int(dut.bytes_read.value) == monitor.read_bytes
-    macs = sum(layer.g.pixels * layer.g.k * layer.out_c for layer in layers)
+    macs = sum(layer.macs for layer in layers)
     write_result({"test": "layers", "layers": len(layers), "cycles": cycles, "macs": macs,
                   "compared": sum(len(e) for _, e in image.outputs),
                   "bytes_read": monitor.read_bytes, "bytes_written": monitor.written_bytes,
