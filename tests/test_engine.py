@@ -1,13 +1,20 @@
 """hw.engine in Amaranth's simulator, against a Python AXI4 memory with latency and random stalls (sim.axi_model,
-which checks the protocol and the windows every cycle): command lists of CONV_2D and FULLY_CONNECTED layers run
-from memory, every output byte compared with the golden model (golden.kernels), no byte of memory changed but the
+which checks the protocol and the windows every cycle): command lists of CONV_2D, DEPTHWISE_CONV_2D and
+FULLY_CONNECTED layers run from memory (random layers, and a model's compiled image), every output byte
+compared with the golden model (golden.kernels), no byte of memory changed but the
 outputs; END, BARRIER and GO again; each error bit stops the list at its command, and the next list runs exactly."""
 
 import itertools
 import random
+import types
 
+import numpy as np
 import pytest
 
+from int8_systolic.golden.tflite.cnn import generated_cnn
+from int8_systolic.golden.tflite.inputs import model_inputs
+from int8_systolic.golden.tflite.interpreter import Interpreter
+from int8_systolic.host.engine_compiler import compile_model
 from int8_systolic.hw import commands
 from int8_systolic.hw.engine import ERRORS, Engine
 from int8_systolic.sim.amaranth_bench import simulate
@@ -17,19 +24,21 @@ from int8_systolic.sim.engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer
 VCD = None     # a path: the runs' waveforms (debugging)
 
 
-def run(dut, image, *, lists=(LIST,), seed=0, latency=20, p_ready=0.8, max_cycles=200000, error_ranges=()):
+def run(dut, image, *, lists=(LIST,), seed=0, latency=20, p_ready=0.8, max_cycles=200000, error_ranges=(),
+        windows=(RO, RW)):
     """Pulse go with each of ``lists`` as the list address in turn, the next once the list before stops; returns
-    the events and the model."""
-    model = AxiMemoryModel(dut, image.mem, data_bytes=dut.data_width // 8, read_windows=[RO, RW],
-                           write_windows=[RW], latency=latency, p_ready=p_ready, seed=seed,
+    the events and the model. ``windows``: the read-only and read-write windows."""
+    ro, rw = windows
+    model = AxiMemoryModel(dut, image.mem, data_bytes=dut.data_width // 8, read_windows=[ro, rw],
+                           write_windows=[rw], latency=latency, p_ready=p_ready, seed=seed,
                            max_burst=dut.max_burst, error_ranges=error_ranges)
     events = []
 
     async def bench(ctx):
-        ctx.set(dut.ro_base, RO[0])
-        ctx.set(dut.ro_limit, RO[1])
-        ctx.set(dut.rw_base, RW[0])
-        ctx.set(dut.rw_limit, RW[1])
+        ctx.set(dut.ro_base, ro[0])
+        ctx.set(dut.ro_limit, ro[1])
+        ctx.set(dut.rw_base, rw[0])
+        ctx.set(dut.rw_limit, rw[1])
         left = list(lists)
         ctx.set(dut.list_addr, left[0])
         go_at = 0
@@ -200,6 +209,31 @@ def test_the_next_layer_is_prepared_while_one_runs(data_width):
         out_end = prev["output_addr"] + prev["batch"] * prev["out_h"] * prev["out_w"] * prev["out_c"]
         last_output = max(t for a, _, t in model.write_bursts if prev["output_addr"] <= a < out_end)
         assert first_weights < last_output, "the next layer's weights were not read while the layer before ran"
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_a_model_runs_from_its_compiled_image(seed):
+    """The generated CNN (random weights, calibrated quantization) through host.engine_compiler: its first segment
+    (CONV_2D 3x3 stride 2, DEPTHWISE_CONV_2D dilation 2 with multiplier 2, CONV_2D 1x1) runs from the compiled
+    image to its BARRIER or END, each output equal to the golden interpreter's tensor, nothing else written."""
+    interp = Interpreter(generated_cnn(seed), "cnn")
+    x = model_inputs(interp.model, 1, seed)[0]
+    interp.invoke(x)
+    sizes = {"in_depth": 4096, "w_depth": 8192, "out_depth": 4096, "max_col_tiles": 16}
+    dut = engine(**sizes)
+    program = compile_model(interp, cols=dut.cols, data_width=dut.data_width, **sizes)
+    first = program.segments[0]
+    assert [program.layers[op].kind for op in first] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"]
+    image = types.SimpleNamespace(mem=bytearray(program.memory))
+    for ti in program.segment_inputs(0):
+        data = np.ascontiguousarray(interp.tensors[ti]).tobytes()
+        image.mem[program.tensor_addr[ti]:program.tensor_addr[ti] + len(data)] = data
+    before = bytes(image.mem)
+    events, _ = run(dut, image, lists=(program.list_addr,), seed=seed, windows=(program.ro, program.rw))
+    assert [e[0] for e in events] == ["barrier" if len(program.segments) > 1 else "done"], events
+    check_memory(image.mem, before, [(program.layers[op].output_addr,
+                                      np.ascontiguousarray(interp.tensors[program.layers[op].output_tensor]).tobytes())
+                                     for op in first])
 
 
 @pytest.mark.slow

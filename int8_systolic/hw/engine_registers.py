@@ -27,7 +27,7 @@ _ERROR_DOCS = {
     "LIST": "the command list outside the read-only window, or misaligned",
     "INCONSISTENT": "an inconsistent layer (FULLY_CONNECTED not 1x1, a window outside the padded input, "
                     "act_min > act_max)",
-    "UNSUPPORTED": "a layer this engine does not run (DEPTHWISE_CONV_2D, bypass)",
+    "UNSUPPORTED": "a layer this engine does not run (bypass)",
     "TOO_BIG": "a tensor larger than its buffer, more column tiles than the tables hold, or K >= 2^24",
     "MISALIGNED": "a tensor address not a multiple of the bus width",
     "WINDOW": "a tensor outside its window",
