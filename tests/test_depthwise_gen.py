@@ -36,13 +36,13 @@ class Bench(wiring.Component):
 
 
 def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8, ramp=None, beat=8,
-        max_cycles=80000):
+        max_cycles=80000, base=0):
     """Load ``x`` at the pitch, run the layer; the steps as [rows][cols] int8 arrays and the cycle of each."""
     bench = Bench(rows, cols, banks, bank_bytes)
     gen, buf = bench.gen, bench.buf
     pitch = input_pitch(g.in_c, bank_bytes, beat)
     pixels = np.asarray(x, np.int8).reshape(-1, g.in_c).view(np.uint8)
-    total = pixels.size
+    total = len(pixels) * pitch
     out_c = g.in_c * mult
     n_tiles = -(-out_c // cols)
     expect = -(-g.pixels // rows) * n_tiles * g.kernel_h * g.kernel_w
@@ -53,7 +53,7 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
             for a in range(0, px.size, 16):
                 chunk = px[a:a + 16]
                 ctx.set(buf.w_en, 1)
-                ctx.set(buf.w_addr, p * pitch + a)
+                ctx.set(buf.w_addr, (base + p * pitch + a) % DEPTH)
                 ctx.set(buf.w_data, int.from_bytes(chunk.tobytes(), "little"))
                 ctx.set(buf.w_strb, (1 << chunk.size) - 1)
                 await ctx.tick()
@@ -63,6 +63,7 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
             "dilation_h", "dilation_w", "pad_top", "pad_left")}, "out_c": out_c, "depth_multiplier": mult,
             "n_tiles": n_tiles, "zero_point": zero_point, "pitch": pitch})
         ctx.set(gen.total, total)
+        ctx.set(gen.base, base)
         ctx.set(gen.avail, total if ramp is None else 0)
         ctx.set(gen.start, 1)
         await ctx.tick()
@@ -133,7 +134,8 @@ def test_steps_equal_the_golden_patches(seed):
     g, x, padding = random_layer(rng, seed)
     mult = rng.choice([1, 1, 2, 3, cols, cols + 1]) if g.in_c < 24 else 1
     zero_point = rng.choice([-128, 127, rng.randint(-128, 127)])
-    out = run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, ramp=rng.choice([None, 8]))
+    out = run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, ramp=rng.choice([None, 8]),
+              base=rng.choice([0, rng.randrange(DEPTH)]))
     check_steps(out["steps"], g, x, mult, zero_point, rows, cols, padding)
 
 

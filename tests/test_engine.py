@@ -16,6 +16,7 @@ from int8_systolic.golden.tflite.inputs import model_inputs
 from int8_systolic.golden.tflite.interpreter import Interpreter
 from int8_systolic.host.engine_compiler import compile_model
 from int8_systolic.hw import commands
+from int8_systolic.hw.depthwise_gen import input_pitch
 from int8_systolic.hw.engine import ERRORS, Engine
 from int8_systolic.sim.amaranth_bench import simulate
 from int8_systolic.sim.axi_model import AxiMemoryModel
@@ -229,11 +230,28 @@ def test_a_model_runs_from_its_compiled_image(seed):
         data = np.ascontiguousarray(interp.tensors[ti]).tobytes()
         image.mem[program.tensor_addr[ti]:program.tensor_addr[ti] + len(data)] = data
     before = bytes(image.mem)
-    events, _ = run(dut, image, lists=(program.list_addr,), seed=seed, windows=(program.ro, program.rw))
+    events, model = run(dut, image, lists=(program.list_addr,), seed=seed, windows=(program.ro, program.rw))
     assert [e[0] for e in events] == ["barrier" if len(program.segments) > 1 else "done"], events
     check_memory(image.mem, before, [(program.layers[op].output_addr,
                                       np.ascontiguousarray(interp.tensors[program.layers[op].output_tensor]).tobytes())
                                      for op in first])
+    # a layer's output kept in the input buffer beside its input (when both fit) is the next layer's input: never
+    # read from memory
+    cmds = [commands.unpack(bytes(image.mem[program.list_addr + 64 * i:program.list_addr + 64 * (i + 1)]))
+            for i in range(len(first))]
+    lanes, nb = dut.banks * dut.bank_bytes, dut.data_width // 8
+
+    def at_pitch(pixels, c):
+        return pixels * input_pitch(c, dut.bank_bytes, nb)
+
+    forwarded = 0
+    for prev, cmd in itertools.pairwise(cmds):
+        fits = at_pitch(prev["batch"] * prev["in_h"] * prev["in_w"], prev["in_c"]) + \
+            at_pitch(prev["batch"] * prev["out_h"] * prev["out_w"], prev["out_c"]) + lanes <= sizes["in_depth"]
+        reads = [a for a, _, _ in model.read_bursts if cmd["input_addr"] <= a < cmd["input_addr"] + 64]
+        assert bool(reads) != (fits and cmd["input_addr"] == prev["output_addr"]), (prev, cmd, reads)
+        forwarded += not reads
+    assert forwarded, "no layer took its input from the layer before on chip"
 
 
 @pytest.mark.slow

@@ -37,7 +37,7 @@ def model(c):
     unsupported = c["bypass"]
     in_buf = c["batch"] * c["in_h"] * c["in_w"] * input_pitch(c["in_c"], 8, NB)
     too_big = in_len > DEPTHS["in_depth"] or w_len > DEPTHS["w_depth"] or out_len > DEPTHS["out_depth"] or \
-        n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24 or (dw and in_buf > DEPTHS["in_depth"])
+        n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24 or in_buf > DEPTHS["in_depth"]
     misaligned = any(c[f] % NB for f in ("input_addr", "weights_addr", "table_addr", "output_addr"))
 
     def inside(a, n, win):
@@ -49,7 +49,8 @@ def model(c):
     bits = 1 << ERRORS[failed[0]] if failed else 0     # the first failed check only
     values = {"k": k, "n_tiles": n_tiles, "pixels": pixels, "m_tiles": -(-pixels // ROWS)}
     if bits & (1 << ERRORS["TOO_BIG"]) == 0:     # sizes past the buffers may saturate: compared only when they fit
-        values.update(in_len=in_len, w_len=w_len, t_len=t_len, out_len=out_len)
+        values.update(in_len=in_len, w_len=w_len, t_len=t_len, out_len=out_len, in_buf=in_buf,
+                      out_buf=pixels * input_pitch(c["out_c"], 8, NB))
     return bits, values
 
 
@@ -113,7 +114,8 @@ def run(cmds):
                 if ctx.get(dut.done):
                     assert t == LayerCheck.CYCLES, t
                     got.append((ctx.get(dut.error), {f: ctx.get(getattr(dut, f)) for f in (
-                        "k", "n_tiles", "pixels", "m_tiles", "in_len", "w_len", "t_len", "out_len")}))
+                        "k", "n_tiles", "pixels", "m_tiles", "in_len", "w_len", "t_len", "out_len", "in_buf",
+                        "out_buf")}))
                     break
                 await ctx.tick()
             await ctx.tick()

@@ -18,7 +18,7 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
     rng = random.Random(data_width + pitch)
     dut = Loader(data_width, buffer_width=buffer_width, addr_width=12, chunk=chunk)
     nbytes = data_width // 8
-    copies = [(rng.randrange(0, 1 << 20) * nbytes, rng.randint(1, 40) * nbytes) for _ in range(3)]
+    copies = [(rng.randrange(0, 1 << 20) * nbytes, rng.randint(1, 40) * (pixel or nbytes)) for _ in range(3)]
     seen = {"cmds": [], "writes": []}
 
     async def bench(ctx):
@@ -43,12 +43,19 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
                     cmd = ctx.get(dut.rd_cmd.payload)
                     seen["cmds"].append((cmd["addr"], cmd["length"]))
                     owed += cmd["length"] // nbytes
+                hold = rng.random() < 0.2
+                ctx.set(dut.hold, hold)
+                if hold:
+                    assert not ctx.get(dut.rd_data.ready), "a beat taken while held"
                 if offer and ctx.get(dut.rd_data.ready):
                     beats.pop(0)
                     owed -= 1
                 if ctx.get(dut.w_en):
                     writes.append((ctx.get(dut.w_addr), ctx.get(dut.w_data), ctx.get(dut.w_strb)))
                     assert ctx.get(dut.loaded) == (len(writes) - 1) * nbytes
+                    n = (len(writes) - 1) * nbytes        # every byte below `filled` is written
+                    want = n if not pitch else n // pixel * pitch + n % pixel
+                    assert ctx.get(dut.filled) == want
                 if ctx.get(dut.done):
                     assert done_at is None
                     done_at = t
@@ -59,6 +66,7 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
             assert done_at is not None
             assert not ctx.get(dut.busy)
             assert ctx.get(dut.loaded) == length
+            assert ctx.get(dut.filled) == (length if not pitch else length // pixel * pitch)
             seen["writes"].append(writes)
 
     simulate(dut, bench)

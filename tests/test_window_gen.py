@@ -11,7 +11,7 @@ import pytest
 from amaranth import Module
 from amaranth.lib import wiring
 
-from int8_systolic.host.windows import Geometry, blocks, steps
+from int8_systolic.host.windows import Geometry, blocks, steps, stored
 from int8_systolic.hw.byte_buffer import ByteBuffer
 from int8_systolic.hw.window_gen import WindowGenerator
 from int8_systolic.sim.amaranth_bench import simulate
@@ -35,13 +35,13 @@ class Bench(wiring.Component):
         return m
 
 
-def run(g, x, zero_point, n_tiles, rows, width, rng, p_out=0.8, max_cycles=60000, ramp=None):
+def run(g, x, zero_point, n_tiles, rows, width, rng, p_out=0.8, max_cycles=60000, ramp=None, pitch=None, base=0):
     """Load ``x`` into the buffer, run the layer; returns (steps out, reads issued, cycles from start to the
     last step, the cycle of each step). With ``ramp``, ``avail`` says only ``ramp`` bytes more of the input are
     in each cycle (as while the loader runs); each read's ``avail`` when it was issued goes in ``read_avail``."""
     bench = Bench(rows, width)
     gen, buf = bench.gen, bench.buf
-    flat = np.asarray(x, np.int8).reshape(-1).view(np.uint8)
+    flat = stored(x, pitch).view(np.uint8)
     m_tiles = -(-g.pixels // rows)
     expect = m_tiles * n_tiles * g.k
     out = {"steps": [], "reads": [], "when": [], "read_avail": []}
@@ -50,14 +50,16 @@ def run(g, x, zero_point, n_tiles, rows, width, rng, p_out=0.8, max_cycles=60000
         for a in range(0, flat.size, width):
             chunk = flat[a:a + width]
             ctx.set(buf.w_en, 1)
-            ctx.set(buf.w_addr, a)
+            ctx.set(buf.w_addr, (base + a) % DEPTH)
             ctx.set(buf.w_data, int.from_bytes(chunk.tobytes(), "little"))
             ctx.set(buf.w_strb, (1 << chunk.size) - 1)
             await ctx.tick()
         ctx.set(buf.w_en, 0)
         ctx.set(gen.geometry, {**{f: getattr(g, f) for f in (
             "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h", "stride_w",
-            "dilation_h", "dilation_w", "pad_top", "pad_left")}, "n_tiles": n_tiles, "zero_point": zero_point})
+            "dilation_h", "dilation_w", "pad_top", "pad_left")}, "n_tiles": n_tiles, "zero_point": zero_point,
+            "pitch": g.in_c if pitch is None else pitch})
+        ctx.set(gen.base, base)
         ctx.set(gen.total, flat.size)
         ctx.set(gen.avail, flat.size if ramp is None else 0)
         ctx.set(gen.start, 1)
@@ -91,21 +93,22 @@ def run(g, x, zero_point, n_tiles, rows, width, rng, p_out=0.8, max_cycles=60000
     return out
 
 
-def expected_steps(g, x, zero_point, n_tiles, rows, width):
-    tiles = steps(g, x, zero_point, rows, width)        # [m_tiles, K, rows]
+def expected_steps(g, x, zero_point, n_tiles, rows, width, pitch=None):
+    tiles = steps(g, x, zero_point, rows, width, pitch)        # [m_tiles, K, rows]
     return [tiles[mt, k].tobytes() for mt in range(tiles.shape[0]) for _ in range(n_tiles) for k in range(g.k)]
 
 
-def expected_reads(g, n_tiles, rows, width):
+def expected_reads(g, n_tiles, rows, width, pitch=None, base=0):
     """Each read's buffer address, None for a pixel past the layer's last (every byte masked: any address)."""
-    bl = blocks(g, rows, width)
+    bl = blocks(g, rows, width, pitch)
     m_tiles = -(-g.pixels // rows)
     per = len(bl) // m_tiles
     out = []
     for mt in range(m_tiles):
         for _ in range(n_tiles):
             for reads, _ in bl[mt * per:(mt + 1) * per]:
-                out += [None if rd.pad == (1 << width) - 1 and rd.addr == 0 else rd.addr % DEPTH for rd in reads]
+                out += [None if rd.pad == (1 << width) - 1 and rd.addr == 0 else (rd.addr + base) % DEPTH
+                        for rd in reads]
     return out
 
 
@@ -131,9 +134,12 @@ def test_steps_and_reads_equal_the_reference(seed):
     g, x = random_layer(rng, seed)
     zero_point = rng.choice([-128, 127, rng.randint(-128, 127)])
     n_tiles = rng.choice([1, 1, 2, 3])
-    out = run(g, x, zero_point, n_tiles, rows, width, rng)
-    assert out["steps"] == expected_steps(g, x, zero_point, n_tiles, rows, width), str(g)
-    assert same_reads(out["reads"], expected_reads(g, n_tiles, rows, width)), str(g)
+    # the input at a pitch of one bank more (as the engine stores 16, 32, ... channels) and at any base
+    pitch = g.in_c + rng.choice([0, 0, 8])
+    base = rng.choice([0, rng.randrange(DEPTH)])
+    out = run(g, x, zero_point, n_tiles, rows, width, rng, pitch=pitch, base=base)
+    assert out["steps"] == expected_steps(g, x, zero_point, n_tiles, rows, width, pitch), str(g)
+    assert same_reads(out["reads"], expected_reads(g, n_tiles, rows, width, pitch, base)), str(g)
 
 
 @pytest.mark.parametrize(("shape", "filter_hw", "stride", "dilation", "padding"), [

@@ -32,9 +32,10 @@ def test_window_reads_equal_im2col(seed):
     zero_point = rng.randint(-128, 127)
     x = np.random.default_rng(seed).integers(-128, 128, (b, h, w, c)).astype(np.int8)
     g = Geometry.of(x.shape, (kh, kw), stride, dilation, padding)
-    got = steps(g, x, zero_point, rows, width)
     want = golden_tiles(x, g, (kh, kw), stride, dilation, padding, zero_point, rows)
-    np.testing.assert_array_equal(got, want, err_msg=str(g))
+    for pitch in (None, c + 8):          # the input stored packed, or a bank more a pixel (as the engine's buffer)
+        got = steps(g, x, zero_point, rows, width, pitch)
+        np.testing.assert_array_equal(got, want, err_msg=f"{g}, pitch {pitch}")
 
 
 def test_reads_stay_inside_the_input_unless_masked():

@@ -70,15 +70,14 @@ class Program:
         return sorted({self.layers[op].input_tensor for op in self.segments[seg]} - written)
 
 
-def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles,
-                    depthwise=False):
+def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles):
     """Why the engine cannot run a layer of this shape (None: it can), as :class:`hw.layer_check.LayerCheck`."""
     nb = data_width // 8
     up = lambda v: -(-v // nb) * nb  # noqa: E731
     if g.batch * g.in_h * g.in_w * g.in_c > in_depth:
         return f"its input ({g.batch * g.in_h * g.in_w * g.in_c} bytes) is larger than the input buffer ({in_depth})"
     pitch = input_pitch(g.in_c, 1 << (cols - 1).bit_length(), nb)
-    if depthwise and g.batch * g.in_h * g.in_w * pitch > in_depth:
+    if g.batch * g.in_h * g.in_w * pitch > in_depth:
         return (f"its input at {pitch} bytes a pixel ({g.batch * g.in_h * g.in_w * pitch} bytes) is larger than the "
                 f"input buffer ({in_depth})")
     if up(n_tiles * k * cols) > w_depth:
@@ -136,7 +135,7 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
             k = weights.size // out_c
             reason = _engine_refusal(g, out_c, k, n_tiles, cols=cols, data_width=data_width,
                                      in_depth=in_depth, w_depth=w_depth, out_depth=out_depth,
-                                     max_col_tiles=max_col_tiles, depthwise=kind == "DEPTHWISE_CONV_2D")
+                                     max_col_tiles=max_col_tiles)
         if reason is None:
             mult = np.broadcast_to(np.asarray(p["output_multiplier"], np.int64), (out_c,))
             shift = np.broadcast_to(np.asarray(p["output_shift"], np.int64), (out_c,))
@@ -154,7 +153,8 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
         weights_blobs.append((op.index, weights_image(weights, cols), table))
         fields[op.index] = {
             "op": kind, "batch": g.batch, "in_h": g.in_h, "in_w": g.in_w, "in_c": g.in_c, "out_h": g.out_h,
-            "out_w": g.out_w, "out_c": out_c, "depth_multiplier": multiplier, "kernel_h": g.kernel_h, "kernel_w": g.kernel_w,
+            "out_w": g.out_w, "out_c": out_c, "depth_multiplier": multiplier, "kernel_h": g.kernel_h,
+            "kernel_w": g.kernel_w,
             "stride_h": g.stride_h, "stride_w": g.stride_w, "dilation_h": g.dilation_h, "dilation_w": g.dilation_w,
             "pad_top": g.pad_top, "pad_left": g.pad_left, "input_zero_point": -int(p["input_offset"]),
             "output_zero_point": int(p["output_offset"]), "act_min": int(p["quantized_activation_min"]),

@@ -23,7 +23,7 @@ import numpy as np
 
 from ..golden import staged
 
-__all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "steps"]
+__all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "steps", "stored"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -74,16 +74,20 @@ class Read:
     pad: int
 
 
-def runs(g):
-    """The reduction axis as runs: (kh, kw of the run's first tap, length in bytes), in (kh, kw, c) order."""
-    if g.dilation_w == 1:
+def runs(g, pitch=None):
+    """The reduction axis as runs: (kh, kw of the run's first tap, length in bytes), in (kh, kw, c) order. With a
+    ``pitch`` (bytes a pixel in the buffer) other than ``in_c`` a run is one pixel's channels."""
+    if g.dilation_w == 1 and pitch in (None, g.in_c):
         return [(kh, 0, g.kernel_w * g.in_c) for kh in range(g.kernel_h)]
     return [(kh, kw, g.in_c) for kh in range(g.kernel_h) for kw in range(g.kernel_w)]
 
 
-def blocks(g, rows, width):
+def blocks(g, rows, width, pitch=None):
     """Every block of the layer, in the order the window generator reads them: row tile outer, run, chunk of
-    ``width`` bytes; each block is (its ``rows`` reads, steps). Addresses are byte offsets into the NHWC input."""
+    ``width`` bytes; each block is (its ``rows`` reads, steps). Addresses are byte offsets into the NHWC input,
+    stored ``pitch`` bytes a pixel (``in_c`` unless given: :func:`hw.depthwise_gen.input_pitch`)."""
+    pitch = g.in_c if pitch is None else pitch
+    contiguous = g.dilation_w == 1 and pitch == g.in_c
     out = []
     for mt in range(-(-g.pixels // rows)):
         pixels = []
@@ -95,7 +99,7 @@ def blocks(g, rows, width):
             b, rem = divmod(p, g.out_h * g.out_w)
             oy, ox = divmod(rem, g.out_w)
             pixels.append((b, oy * g.stride_h - g.pad_top, ox * g.stride_w - g.pad_left))
-        for kh, kw0, length in runs(g):
+        for kh, kw0, length in runs(g, pitch):
             for offset in range(0, length, width):
                 n = min(width, length - offset)
                 reads = []
@@ -108,25 +112,36 @@ def blocks(g, rows, width):
                     pad = 0
                     for j in range(width):
                         r = offset + j                      # byte of the run
-                        kw = r // g.in_c if g.dilation_w == 1 else kw0
+                        kw = r // g.in_c if contiguous else kw0
                         x = x0 + kw * g.dilation_w
                         if j >= n or not (0 <= y < g.in_h and 0 <= x < g.in_w):
                             pad |= 1 << j
                     # the run's first byte: pixel (y, x0 + kw0 * dilation_w), channel 0, plus the offset
-                    addr = ((b * g.in_h + y) * g.in_w + x0 + kw0 * g.dilation_w) * g.in_c + offset
+                    addr = ((b * g.in_h + y) * g.in_w + x0 + kw0 * g.dilation_w) * pitch + offset
                     reads.append(Read(addr, pad))
                 out.append((reads, n))
     return out
 
 
-def steps(g, x, zero_point, rows, width):
-    """Play :func:`blocks` against the NHWC int8 input ``x`` as the buffer and the transpose would: the array's
-    steps, shape [row tiles, K, rows] (step k of tile mt holds tap k of the tile's pixels)."""
-    flat = np.asarray(x, np.int8).reshape(-1)
+def stored(x, pitch=None):
+    """The NHWC int8 input ``x`` as the engine's input buffer holds it: ``pitch`` bytes a pixel (the bytes past the
+    channels 0), flat."""
+    x = np.asarray(x, np.int8)
+    c = x.shape[-1]
+    pitch = c if pitch is None else pitch
+    out = np.zeros((x.size // c, pitch), np.int8)
+    out[:, :c] = x.reshape(-1, c)
+    return out.reshape(-1)
+
+
+def steps(g, x, zero_point, rows, width, pitch=None):
+    """Play :func:`blocks` against the NHWC int8 input ``x`` (stored at ``pitch``) as the buffer and the transpose
+    would: the array's steps, shape [row tiles, K, rows] (step k of tile mt holds tap k of the tile's pixels)."""
+    flat = stored(x, pitch)
     tiles = []
     current = []
-    per_tile = sum(-(-length // width) for _, _, length in runs(g))
-    for n_block, (reads, n) in enumerate(blocks(g, rows, width)):
+    per_tile = sum(-(-length // width) for _, _, length in runs(g, pitch))
+    for n_block, (reads, n) in enumerate(blocks(g, rows, width, pitch)):
         block = np.empty((rows, width), np.int8)
         for i, rd in enumerate(reads):
             for j in range(width):
@@ -139,10 +154,10 @@ def steps(g, x, zero_point, rows, width):
     return np.stack(tiles)
 
 
-def feed_efficiency(g, rows, width):
+def feed_efficiency(g, rows, width, pitch=None):
     """Array steps per read cycle of the window generator over a full row tile (1.0: the array fed at full rate):
     K steps from ``rows`` reads per block."""
-    return g.k / (rows * sum(-(-length // width) for _, _, length in runs(g)))
+    return g.k / (rows * sum(-(-length // width) for _, _, length in runs(g, pitch)))
 
 
 def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, pitch):

@@ -20,9 +20,10 @@ Order (the weight streamer's and the core's): row tile outer (``rows`` output pi
 batch, height, width), column tile, then K in TFLite's (kh, kw) order. A tap in the padding, a
 pixel past the layer's last, reads the input zero point.
 
-``geometry`` (:func:`geometry_layout`) holds from ``start`` until ``busy`` falls. ``avail`` is how many of
-the input's ``total`` bytes (unpadded, in memory order) are loaded: a row tile waits until the
-input rows its windows reach are in. Before its first step the generator spends :attr:`SETUP` cycles on
+``geometry`` (:func:`geometry_layout`) and ``base`` (the input's first byte in the buffer) hold from
+``start`` until ``busy`` falls. ``avail`` is how many of the input's ``total`` bytes in the buffer (from
+``base``, at the pitch) are written: a row tile waits until the input rows its windows reach are in.
+Before its first step the generator spends :attr:`SETUP` cycles on
 the layer's constants. ``busy`` is high from the cycle after ``start`` until the last step is taken.
 At full rate (``o`` always ready, no collisions) a layer's first step is offered ``SETUP + rows + 2 +
 LATENCY`` cycles after the cycle of ``start`` (the walker's ``rows`` pixels, the tile taken, the step issued),
@@ -66,9 +67,8 @@ class DepthwiseWindows(wiring.Component):
     PRODUCTS = (
         ("wp", "in_w", "pitch"), ("sw_p", "stride_w", "pitch"), ("dw_p", "dilation_w", "pitch"),
         ("pl_p", "pad_left", "pitch"), ("sh_wp", "stride_h", "wp"), ("dh_wp", "dilation_h", "wp"),
-        ("pt_wp", "pad_top", "wp"), ("hwp", "in_h", "wp"), ("wc", "in_w", "in_c"), ("hwc", "in_h", "wc"),
-        ("sh_wc", "stride_h", "wc"), ("pt_wc", "pad_top", "wc"), ("ext_h", "kernel_h", "dilation_h"),
-        ("ext_wc", "ext_h", "wc"), ("ohw", "out_h", "out_w"), ("pixels", "batch", "ohw"),
+        ("pt_wp", "pad_top", "wp"), ("hwp", "in_h", "wp"), ("ext_h", "kernel_h", "dilation_h"),
+        ("ext_wp", "ext_h", "wp"), ("ohw", "out_h", "out_w"), ("pixels", "batch", "ohw"),
     )
     _QUEUE = 8
     # a step's reads registered, the buffer's latency; then into the queue
@@ -89,7 +89,7 @@ class DepthwiseWindows(wiring.Component):
         # the layer's constants, then the depth multiplier's lane offsets (a lane a cycle)
         self.SETUP = len(self.PRODUCTS) + cols + 1
         super().__init__({
-            "start": In(1), "geometry": In(geometry_layout()), "busy": Out(1),
+            "start": In(1), "geometry": In(geometry_layout()), "base": In(addr_width), "busy": Out(1),
             "avail": In(25), "total": In(25),
             "g_en": Out(1), "g_rows": Out(data.ArrayLayout(self.row_bits, banks)), "g_data": In(8 * self.lanes),
             "o": Out(stream.Signature(8 * rows * cols)),
@@ -128,15 +128,14 @@ class DepthwiseWindows(wiring.Component):
         nxt_y = [Signal(signed(18), name=f"nxt_y{i}") for i in range(rows)]
         nxt_x = [Signal(signed(18), name=f"nxt_x{i}") for i in range(rows)]
         nxt_ok = Signal(rows)
-        nxt_bound = Signal(signed(34))              # unpadded bytes the tile's windows reach
+        nxt_bound = Signal(signed(34))              # the buffer's bytes (from base) the tile's windows reach
         nxt_full = Signal()
         w_i = Signal(range(rows))
         walking = Signal()
         wpix = Signal(32)
         ox, oy = Signal(16), Signal(16)
         yy, xx = Signal(signed(18)), Signal(signed(18))
-        bterm, yterm, xterm = Signal(32), Signal(signed(34)), Signal(signed(34))    # padded: b*hwp, y*wp, x*P
-        ubterm, uyterm = Signal(32), Signal(signed(34))                             # unpadded: b*hwc, y*wc
+        bterm, yterm, xterm = Signal(32), Signal(signed(34)), Signal(signed(34))    # b*hwp, y*wp, x*P
 
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * rows * cols, depth=self._QUEUE)
         in_flight = Signal(range(self._QUEUE + 1))  # steps issued, not yet in the queue
@@ -163,7 +162,7 @@ class DepthwiseWindows(wiring.Component):
                 with m.If(step == self.SETUP - 1):
                     m.d.sync += [running.eq(1), walking.eq(1), wpix.eq(0), ox.eq(0), oy.eq(0), yy.eq(-g.pad_top),
                                  xx.eq(-g.pad_left), bterm.eq(0), yterm.eq(-const["pt_wp"]), xterm.eq(-const["pl_p"]),
-                                 ubterm.eq(0), uyterm.eq(-const["pt_wc"]), w_i.eq(0), nxt_full.eq(0)]
+                                 w_i.eq(0), nxt_full.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"), m.If(~running):
                 m.next = "DRAIN"
@@ -177,7 +176,7 @@ class DepthwiseWindows(wiring.Component):
             m.d.sync += [Array(nxt_base)[w_i].eq(bterm + yterm + xterm), Array(nxt_y)[w_i].eq(yy),
                          Array(nxt_x)[w_i].eq(xx), nxt_ok.bit_select(w_i, 1).eq(ok), wpix.eq(wpix + 1)]
             with m.If(ok):
-                m.d.sync += nxt_bound.eq(ubterm + uyterm + const["ext_wc"])
+                m.d.sync += nxt_bound.eq(bterm + yterm + const["ext_wp"])
             with m.If(w_i == rows - 1):
                 m.d.sync += [w_i.eq(0), nxt_full.eq(1)]
             with m.Else():
@@ -185,11 +184,9 @@ class DepthwiseWindows(wiring.Component):
             with m.If(ox == g.out_w - 1):
                 m.d.sync += [ox.eq(0), xx.eq(-g.pad_left), xterm.eq(-const["pl_p"])]
                 with m.If(oy == g.out_h - 1):
-                    m.d.sync += [oy.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_wp"]), uyterm.eq(-const["pt_wc"]),
-                                 bterm.eq(bterm + const["hwp"]), ubterm.eq(ubterm + const["hwc"])]
+                    m.d.sync += [oy.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_wp"]), bterm.eq(bterm + const["hwp"])]
                 with m.Else():
-                    m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_wp"]),
-                                 uyterm.eq(uyterm + const["sh_wc"])]
+                    m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_wp"])]
             with m.Else():
                 m.d.sync += [ox.eq(ox + 1), xx.eq(xx + g.stride_w), xterm.eq(xterm + const["sw_p"])]
             # the tile after the last: nothing more to walk
@@ -264,7 +261,7 @@ class DepthwiseWindows(wiring.Component):
                 x = cur_x[i] + kw_x
                 real = cur_ok[i] & (y >= 0) & (y < g.in_h) & (x >= 0) & (x < g.in_w)
                 addr = Signal(self.addr_width, name=f"addr{i}")
-                m.d.comb += addr.eq(cur_base[i] + kh_a + kw_a + q[0])
+                m.d.comb += addr.eq(cur_base[i] + kh_a + kw_a + q[0] + self.base)
                 first = addr[obits:lane_bits] if gbits else Const(0, 1)
                 unaligned = addr[:obits] != 0 if obits else Const(0, 1)
                 bank = Signal(banks, name=f"bank{i}")      # the read's first bank, one-hot

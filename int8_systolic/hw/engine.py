@@ -143,6 +143,9 @@ class Engine(wiring.Component):
                                                   bank_bytes=self.bank_bytes, bank_port=True)
         m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth)
         m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
+        # the running layer's output, as it is written, also into the input buffer beside its input: the next layer's
+        # input when it reads that output (the beats come from the packer, not from memory)
+        m.submodules.capture = capture = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
         m.submodules.w_loader = w_loader = Loader(self.data_width, buffer_width=self.w_width, addr_width=w_bits)
         m.submodules.gen = gen = WindowGenerator(rows, self.in_width, addr_width=in_bits)
         m.submodules.dwgen = dwgen = DepthwiseWindows(rows, cols, banks=self.banks, bank_bytes=self.bank_bytes,
@@ -172,9 +175,15 @@ class Engine(wiring.Component):
         for c, client in enumerate((fetch, tables, in_loader, w_loader)):
             wiring.connect(m, client.rd_cmd, getattr(arbiter, f"cmd{c}"))
             wiring.connect(m, getattr(arbiter, f"data{c}"), client.rd_data)
-        for loader, buf in ((in_loader, in_buf), (w_loader, w_buf)):
-            m.d.comb += [buf.w_en.eq(loader.w_en), buf.w_addr.eq(loader.w_addr), buf.w_data.eq(loader.w_data),
-                         buf.w_strb.eq(loader.w_strb)]
+        m.d.comb += [w_buf.w_en.eq(w_loader.w_en), w_buf.w_addr.eq(w_loader.w_addr), w_buf.w_data.eq(w_loader.w_data),
+                     w_buf.w_strb.eq(w_loader.w_strb)]
+        # the input buffer's write port: the capture's beats first (they come when the writer takes them), the
+        # loader's wait
+        cap_w = capture.w_en
+        m.d.comb += [in_buf.w_en.eq(cap_w | in_loader.w_en),
+                     in_buf.w_addr.eq(Mux(cap_w, capture.w_addr, in_loader.w_addr)),
+                     in_buf.w_data.eq(Mux(cap_w, capture.w_data, in_loader.w_data)),
+                     in_buf.w_strb.eq(Mux(cap_w, capture.w_strb, in_loader.w_strb)), in_loader.hold.eq(cap_w)]
         for reader_of, buf in ((gen, in_buf), (streamer, w_buf)):
             m.d.comb += [buf.r_en.eq(reader_of.r_en), buf.r_addr.eq(reader_of.r_addr),
                          reader_of.r_data.eq(buf.r_data)]
@@ -202,6 +211,9 @@ class Engine(wiring.Component):
                      packer.res.payload.eq(core.res.payload),
                      framer.push.eq(sched.launched), framer.counts.eq(sched.counts), sched.done.eq(framer.done)]
         wiring.connect(m, packer.beats, writer.data)
+        capturing = Signal()          # the back's layer's output goes into the input buffer too
+        m.d.comb += [capture.rd_cmd.ready.eq(0), capture.rd_data.payload.data.eq(packer.beats.payload.data),
+                     capture.rd_data.valid.eq(capturing & packer.beats.valid & writer.data.ready)]
 
         # --- two stages: the front prepares the next command (fetch, check, its table and weights loaded beside
         # the running layer's), the back runs a prepared one (its input, compute, write-back) ---
@@ -213,28 +225,41 @@ class Engine(wiring.Component):
         index_b = Signal(16)
         tb_b, wb_b = Signal.like(tb_f), Signal.like(wb_f)
         vals = {name: Signal(32, name=f"{name}_b") for name in ("k", "n_tiles", "pixels", "m_tiles", "in_len",
-                                                                "w_len", "out_len")}
+                                                                "w_len", "out_len", "in_buf", "out_buf")}
         m.d.comb += [fetch.list_addr.eq(self.list_addr), fetch.win_base.eq(self.ro_base),
                      fetch.win_limit.eq(self.ro_limit),
                      check.command.eq(cmd_f), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
                      check.rw_base.eq(self.rw_base), check.rw_limit.eq(self.rw_limit)]
         m.d.comb += [tables.addr.eq(cmd_f.table_addr), tables.channels.eq(cmd_f.out_c), tables.base.eq(tb_f),
                      w_loader.addr.eq(cmd_f.weights_addr), w_loader.length.eq(check.w_len), w_loader.base.eq(wb_f),
-                     in_loader.addr.eq(cmd_b.input_addr), in_loader.length.eq(vals["in_len"]), in_loader.base.eq(0)]
-        pitch_b = Signal(17)
+                     in_loader.addr.eq(cmd_b.input_addr), in_loader.length.eq(vals["in_len"])]
+        # every activation in the input buffer is at its pitch (hw.depthwise_gen.input_pitch), from in_base; the
+        # output's capture follows the input, at the next 64 bytes
+        nb = self.data_width // 8
+        lanes = self.banks * self.bank_bytes
+        pitch_b, out_pitch_b = Signal(17), Signal(17)
+        in_base, cap_base = Signal(in_bits), Signal(in_bits)
+        forwarded = Signal()          # the back's layer's input is the layer before's output, captured
+        in_avail = Signal(25)
         m.d.comb += [dw_b.eq(cmd_b.op == commands.OPS["DEPTHWISE_CONV_2D"]),
-                     pitch_b.eq(input_pitch(cmd_b.in_c, self.bank_bytes, self.data_width // 8)),
-                     in_loader.pixel.eq(Mux(dw_b, cmd_b.in_c, 0)), in_loader.pitch.eq(Mux(dw_b, pitch_b, 0))]
+                     pitch_b.eq(input_pitch(cmd_b.in_c, self.bank_bytes, nb)),
+                     out_pitch_b.eq(input_pitch(cmd_b.out_c, self.bank_bytes, nb)),
+                     cap_base.eq((in_base + vals["in_buf"] + lanes - 1) & ~(lanes - 1)),
+                     in_loader.pixel.eq(cmd_b.in_c), in_loader.pitch.eq(pitch_b), in_loader.base.eq(in_base),
+                     capture.addr.eq(0), capture.length.eq(vals["out_len"]), capture.base.eq(cap_base),
+                     capture.pixel.eq(cmd_b.out_c), capture.pitch.eq(out_pitch_b), capture.hold.eq(0),
+                     in_avail.eq(Mux(forwarded, (1 << 25) - 1, in_loader.filled)),
+                     gen.base.eq(in_base), dwgen.base.eq(in_base), gen.geometry.pitch.eq(pitch_b)]
         back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
         geometry = {f: cmd_b[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
                                           "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
         m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(vals["n_tiles"]),
                      gen.geometry.zero_point.eq(cmd_b.input_zero_point),
-                     gen.avail.eq(in_loader.loaded), gen.total.eq(vals["in_len"]),
+                     gen.avail.eq(in_avail), gen.total.eq(vals["in_buf"]),
                      *(dwgen.geometry[f].eq(v) for f, v in geometry.items()),
                      dwgen.geometry.out_c.eq(cmd_b.out_c), dwgen.geometry.depth_multiplier.eq(cmd_b.depth_multiplier),
                      dwgen.geometry.n_tiles.eq(vals["n_tiles"]), dwgen.geometry.zero_point.eq(cmd_b.input_zero_point),
-                     dwgen.geometry.pitch.eq(pitch_b), dwgen.avail.eq(in_loader.loaded), dwgen.total.eq(vals["in_len"]),
+                     dwgen.geometry.pitch.eq(pitch_b), dwgen.avail.eq(in_avail), dwgen.total.eq(vals["in_buf"]),
                      streamer.k.eq(vals["k"]), streamer.n_tiles.eq(vals["n_tiles"]),
                      streamer.m_tiles.eq(vals["m_tiles"]), streamer.base.eq(wb_b),
                      streamer.avail.eq(Mux(back_w_loading, w_loader.loaded, (1 << 25) - 1)),
@@ -328,11 +353,17 @@ class Engine(wiring.Component):
 
         # --- the back ---
         written = Signal()            # the layer's write command is taken
+        # the last layer's output, captured in the input buffer: where, and what it is in memory
+        prev_valid, prev_addr, prev_c = Signal(), Signal(32), Signal(16)
+        prev_buf, prev_base = Signal(32), Signal(in_bits)
         with m.FSM(name="back") as back:
             with m.State("IDLE"), m.If(ready):
+                fwd = prev_valid & (cmd_f.input_addr == prev_addr) & (cmd_f.in_c == prev_c) & (check.in_buf == prev_buf)
                 m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
                              back_w_loading.eq(w_loader.busy & ~w_loader.done),
-                             *(vals[name].eq(getattr(check, name)) for name in vals)]
+                             *(vals[name].eq(getattr(check, name)) for name in vals),
+                             forwarded.eq(fwd), in_base.eq(Mux(fwd, prev_base, 0)),
+                             capturing.eq(check.in_buf + check.out_buf + lanes <= self.in_depth)]
                 m.next = "START"
             with m.State("START"):
                 m.next = "RUN"
@@ -340,14 +371,17 @@ class Engine(wiring.Component):
                 # the output is written as its row tiles complete: one write command for the whole tensor
                 with m.If(writer.cmd.valid & writer.cmd.ready):
                     m.d.sync += written.eq(1)
-                with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~back_w_loading):
-                    m.d.sync += [written.eq(0), self.layer_done.eq(1)]
+                with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~capture.busy & ~back_w_loading):
+                    m.d.sync += [written.eq(0), self.layer_done.eq(1), prev_valid.eq(capturing & ~bus_error),
+                                 prev_addr.eq(cmd_b.output_addr), prev_c.eq(cmd_b.out_c),
+                                 prev_buf.eq(vals["out_buf"]), prev_base.eq(cap_base)]
                     with m.If(bus_error):
                         m.d.sync += [halt.eq(1), front_error.eq(1 << ERRORS["BUS"]), front_index.eq(index_b)]
                     m.next = "IDLE"
         starting = back.ongoing("START")
         m.d.comb += [back_idle.eq(back.ongoing("IDLE")), take.eq(back.ongoing("IDLE") & ready),
-                     in_loader.start.eq(starting), sched.push.eq(starting), gen.start.eq(starting & ~dw_b),
+                     in_loader.start.eq(starting & ~forwarded), capture.start.eq(starting & capturing),
+                     sched.push.eq(starting), gen.start.eq(starting & ~dw_b),
                      dwgen.start.eq(starting & dw_b),
                      streamer.start.eq(starting), packer.start.eq(starting),
                      writer.cmd.valid.eq(back.ongoing("RUN") & ~written)]
@@ -355,8 +389,9 @@ class Engine(wiring.Component):
         # --- GO, and the stop once the back is idle and the front has ended (or halted with its loads done) ---
         with m.FSM(name="control") as control:
             with m.State("IDLE"), m.If(self.go):
+                # (GO again: the host may have changed memory, so no output of the last list is taken as captured)
                 m.d.sync += [self.busy.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0),
-                             list_barrier.eq(0), halt.eq(0), front_error.eq(0)]
+                             list_barrier.eq(0), halt.eq(0), front_error.eq(0), prev_valid.eq(0)]
                 m.next = "ACTIVE"
             with m.State("ACTIVE"), m.If(back_idle & ~ready & front_end & ~tables.busy & ~w_loader.busy):
                 m.d.sync += [self.error.eq(front_error), self.error_index.eq(front_index)]

@@ -8,8 +8,9 @@ product or one quotient bit a cycle (one multiplier, :attr:`LayerCheck.CYCLES` c
   ceil(out_c / cols), ``pixels`` = batch * out_h * out_w, ``m_tiles`` = ceil(pixels / rows);
 - the bytes the layer moves: its input (batch * in_h * in_w * in_c, rounded up to whole beats),
   weights (n_tiles * k * cols, the engine's layout, rounded up), table (16 per output channel) and
-  output (pixels * out_c). A depthwise layer's input takes batch * in_h * in_w * pitch bytes of the
-  input buffer (:func:`hw.depthwise_gen.input_pitch`).
+  output (pixels * out_c). The input takes ``in_buf`` = batch * in_h * in_w * pitch bytes of the
+  input buffer (:func:`hw.depthwise_gen.input_pitch`), and the output would take ``out_buf`` = pixels *
+  its pitch there (the engine keeps it on chip for the next layer when both fit).
 
 Then ``done`` pulses with ``error`` (:data:`ERRORS`: the bit of the first failed check in this
 order, one bit, so a user reads one reason) and the values:
@@ -52,7 +53,7 @@ class LayerCheck(wiring.Component):
         ("span_h", "out_h-1", "stride_h"), ("span_w", "out_w-1", "stride_w"),
         ("ext_h", "kernel_h-1", "dilation_h"), ("ext_w", "kernel_w-1", "dilation_w"),
         ("kc", "k", "cols"), ("khwc", "khw", "cols"), ("cm", "in_c", "depth_multiplier"),
-        ("hwp", "hw", "pitch"), ("in_buf", "hwp", "batch"),
+        ("hwp", "hw", "pitch"), ("in_buf", "hwp", "batch"), ("out_buf", "pixels", "out_pitch"),
     )
     # then ceil(out_c / cols) (17 quotient bits) and ceil(pixels / rows) (32), a bit a cycle, then the check:
     # ``done`` pulses CYCLES + 1 cycles after the cycle of ``start``
@@ -68,6 +69,7 @@ class LayerCheck(wiring.Component):
             "busy": Out(1), "done": Out(1), "error": Out(len(ERRORS)),
             "k": Out(32), "n_tiles": Out(16), "pixels": Out(32), "m_tiles": Out(32),
             "in_len": Out(32), "w_len": Out(32), "t_len": Out(32), "out_len": Out(32),
+            "in_buf": Out(32), "out_buf": Out(32),
         })
 
     def elaborate(self, platform):
@@ -75,10 +77,11 @@ class LayerCheck(wiring.Component):
         c = self.command
         nbytes = self.data_width // 8
         val = {name: Signal(32, name=name) for name, _, _ in self.PRODUCTS}
-        pitch = Signal(17)
-        m.d.comb += pitch.eq(input_pitch(c.in_c, self.bank_bytes, nbytes))
+        pitch, out_pitch = Signal(17), Signal(17)
+        m.d.comb += [pitch.eq(input_pitch(c.in_c, self.bank_bytes, nbytes)),
+                     out_pitch.eq(input_pitch(c.out_c, self.bank_bytes, nbytes))]
         operands = {**{f.name: c[f.name] for f in commands.FIELDS if f.name != "op"}, "cols": self.cols,
-                    "pitch": pitch}
+                    "pitch": pitch, "out_pitch": out_pitch}
         for f in ("out_h", "out_w", "kernel_h", "kernel_w"):
             operands[f"{f}-1"] = c[f] - 1
 
@@ -169,7 +172,7 @@ class LayerCheck(wiring.Component):
             Mux(is_dw, val["cm"] != c.out_c, c.depth_multiplier != 1)
         unsupported = c.bypass
         too_big = (in_len > self.in_depth) | (w_len > self.w_depth) | (val["out_bytes"] > self.out_depth) | \
-            (n_tiles > self.max_col_tiles) | (k >= 1 << 24) | (is_dw & (val["in_buf"] > self.in_depth))
+            (n_tiles > self.max_col_tiles) | (k >= 1 << 24) | (val["in_buf"] > self.in_depth)
         misaligned = ((c.input_addr | c.weights_addr | c.table_addr | c.output_addr) & (nbytes - 1)) != 0
         window = ~inside(c.input_addr, in_len, self.rw_base, self.rw_limit) | \
             ~inside(c.output_addr, val["out_bytes"], self.rw_base, self.rw_limit) | \
@@ -180,5 +183,6 @@ class LayerCheck(wiring.Component):
             m.d.sync += [self.done.eq(1), self.error.eq(failed & -failed),
                          self.in_len.eq(in_len), self.w_len.eq(w_len), self.t_len.eq(t_len),
                          self.out_len.eq(val["out_bytes"]), self.k.eq(k), self.n_tiles.eq(n_tiles),
-                         self.pixels.eq(val["pixels"])]
+                         self.pixels.eq(val["pixels"]), self.in_buf.eq(val["in_buf"]),
+                         self.out_buf.eq(val["out_buf"])]
         return m

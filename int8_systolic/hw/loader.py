@@ -10,8 +10,10 @@ inside the window). The copy is read in commands of at most ``chunk`` bytes, so 
 sharing the port through the arbiter take turns rather than one waiting for the other's whole
 tensor. With ``pixel`` (bytes) and a larger ``pitch``, a depthwise layer's input is spread out: byte i of pixel p
 goes to ``base + p * pitch + i`` (:func:`hw.depthwise_gen.input_pitch`; ``pixel`` is then whole beats); with
-``pitch == pixel`` (0 and 0 too) the copy is linear. ``loaded`` counts the bytes written so far (the engine
-starts computing on the first bytes and its readers wait for the bytes they need). ``done`` pulses after the
+``pitch == pixel`` (0 and 0 too) the copy is linear. ``loaded`` counts the bytes written so far, ``filled``
+the buffer's bytes from ``base`` below which every byte is written (``loaded`` for a linear copy; the
+engine starts computing on the first bytes and its readers wait for the bytes they need). While ``hold``
+is high the loader takes no beat (another writer has the buffer's port). ``done`` pulses after the
 last beat is written; ``busy`` is high from the cycle after ``start`` to then. The copy runs at the port's rate:
 the buffer takes a beat every cycle.
 """
@@ -40,7 +42,7 @@ class Loader(wiring.Component):
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
-            "busy": Out(1), "done": Out(1), "loaded": Out(25),
+            "busy": Out(1), "done": Out(1), "loaded": Out(25), "filled": Out(25), "hold": In(1),
         })
 
     def elaborate(self, platform):
@@ -54,24 +56,28 @@ class Loader(wiring.Component):
         spread = Signal()          # a pitch larger than the pixel
         pix_addr = Signal(self.addr_width)     # the current pixel's place, the byte in it
         pix_off = Signal(17)
+        pix_start = Signal(25)     # the current pixel's offset from base
+        m.d.comb += self.filled.eq(Mux(spread, pix_start + pix_off, self.loaded))
         m.d.sync += self.done.eq(0)
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0),
                          length.eq(self.length), base.eq(self.base), pixel.eq(self.pixel), pitch.eq(self.pitch),
-                         spread.eq(self.pitch != self.pixel), pix_addr.eq(self.base), pix_off.eq(0)]
+                         spread.eq(self.pitch != self.pixel), pix_addr.eq(self.base), pix_off.eq(0), pix_start.eq(0)]
         # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients'
         m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0)), self.rd_cmd.payload.addr.eq(next_addr),
                      self.rd_cmd.payload.length.eq(Mux(left > self.chunk, self.chunk, left))]
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
-        m.d.comb += [self.rd_data.ready.eq(self.busy),
+        m.d.comb += [self.rd_data.ready.eq(self.busy & ~self.hold),
                      self.w_addr.eq(Mux(spread, pix_addr + pix_off, base + self.loaded)),
                      self.w_data.eq(self.rd_data.payload.data), self.w_strb.eq((1 << nbytes) - 1)]
-        with m.If(self.rd_data.valid & self.rd_data.ready):
-            m.d.comb += self.w_en.eq(1)
+        # (an expression, not a value set under an If: Icarus leaves the latter X until an input of the If changes,
+        # and the capture's inputs may not change for a whole layer)
+        m.d.comb += self.w_en.eq(self.rd_data.valid & self.rd_data.ready)
+        with m.If(self.w_en):
             m.d.sync += self.loaded.eq(self.loaded + nbytes)
             with m.If(pix_off + nbytes >= pixel):
-                m.d.sync += [pix_off.eq(0), pix_addr.eq(pix_addr + pitch)]
+                m.d.sync += [pix_off.eq(0), pix_addr.eq(pix_addr + pitch), pix_start.eq(pix_start + pitch)]
             with m.Else():
                 m.d.sync += pix_off.eq(pix_off + nbytes)
             with m.If(self.loaded + nbytes >= length):

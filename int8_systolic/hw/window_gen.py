@@ -50,7 +50,7 @@ def geometry_layout():
     return data.StructLayout({
         "batch": 16, "in_h": 16, "in_w": 16, "in_c": 16, "out_h": 16, "out_w": 16,
         "kernel_h": 8, "kernel_w": 8, "stride_h": 8, "stride_w": 8, "dilation_h": 8, "dilation_w": 8,
-        "pad_top": 8, "pad_left": 8, "n_tiles": 16, "zero_point": signed(8),
+        "pad_top": 8, "pad_left": 8, "n_tiles": 16, "zero_point": signed(8), "pitch": 17,
     })
 
 
@@ -60,9 +60,10 @@ class WindowGenerator(wiring.Component):
 
     # The layer's constants, one product a cycle: (name, factor, factor), factors being geometry fields or
     # earlier products.
+    # (A pixel takes ``pitch`` bytes of the buffer: the "c" of these names is the pitch but in kw_c, a run's length.)
     PRODUCTS = (
-        ("wc", "in_w", "in_c"), ("sw_c", "stride_w", "in_c"), ("dw_c", "dilation_w", "in_c"),
-        ("kw_c", "kernel_w", "in_c"), ("pl_c", "pad_left", "in_c"), ("sh_wc", "stride_h", "wc"),
+        ("wc", "in_w", "pitch"), ("sw_c", "stride_w", "pitch"), ("dw_c", "dilation_w", "pitch"),
+        ("kw_c", "kernel_w", "in_c"), ("pl_c", "pad_left", "pitch"), ("sh_wc", "stride_h", "wc"),
         ("dh_wc", "dilation_h", "wc"), ("pt_wc", "pad_top", "wc"), ("hwc", "in_h", "wc"),
         ("ohw", "out_h", "out_w"), ("pixels", "batch", "ohw"),
     )
@@ -83,7 +84,7 @@ class WindowGenerator(wiring.Component):
                              f"one read and <= 32, got {rows!r}, {width!r}, {addr_width!r}")
         self.rows, self.width, self.addr_width = rows, width, addr_width
         super().__init__({
-            "start": In(1), "geometry": In(geometry_layout()), "busy": Out(1),
+            "start": In(1), "geometry": In(geometry_layout()), "base": In(addr_width), "busy": Out(1),
             "avail": In(25), "total": In(25),
             "r_en": Out(1), "r_addr": Out(addr_width), "r_data": In(8 * width),
             "o": Out(stream.Signature(8 * rows)),
@@ -99,15 +100,17 @@ class WindowGenerator(wiring.Component):
         # --- the layer's constants, one product a cycle ---
         const = {name: Signal(32, name=name) for name, _, _ in self.PRODUCTS}
         step = Signal(range(self.SETUP + 1))
-        fa, fb = Signal(32), Signal(16)
+        fa, fb = Signal(32), Signal(17)
         with m.Switch(step):
             for s, (_, a, b) in enumerate(self.PRODUCTS):
                 with m.Case(s):
                     m.d.comb += [fa.eq(const[a] if a in const else g[a]), fb.eq(const[b] if b in const else g[b])]
         product = Signal(32)
         m.d.comb += product.eq(fa * fb)
-        run_len = Signal(32)      # bytes of a run
-        m.d.comb += run_len.eq(Mux(g.dilation_w == 1, const["kw_c"], g.in_c))
+        run_len = Signal(32)      # bytes of a run: kernel_w pixels' channels if they are contiguous, else one's
+        contiguous = Signal()
+        m.d.comb += [contiguous.eq((g.dilation_w == 1) & (g.pitch == g.in_c)),
+                     run_len.eq(Mux(contiguous, const["kw_c"], g.in_c))]
 
         # --- the pixel walker: the next output pixel's position, in the first block of each row tile ---
         p = Signal(32)            # the pixel's index
@@ -134,7 +137,7 @@ class WindowGenerator(wiring.Component):
         kh, kw = Signal(8), Signal(8)
         kh_rows = Signal(16)      # kh * dilation_h
         kh_wc = Signal(32)        # kh * dilation_h * wc
-        kw_c = Signal(32)         # kw * dilation_w * in_c (the run's first tap)
+        kw_c = Signal(32)         # kw * dilation_w * pitch (the run's first tap)
         nt = Signal(16)
         first = Signal()          # the row tile's first block: the walker gives the pixels
         tile_p = Signal(32)       # the row tile's first pixel
@@ -172,7 +175,7 @@ class WindowGenerator(wiring.Component):
         last_chunk = Signal()
         m.d.comb += last_chunk.eq(off + width >= run_len)
         last_run = Signal()
-        m.d.comb += last_run.eq((kh == g.kernel_h - 1) & ((g.dilation_w == 1) | (kw == g.kernel_w - 1)))
+        m.d.comb += last_run.eq((kh == g.kernel_h - 1) & (contiguous | (kw == g.kernel_w - 1)))
         addr_now = Signal(32)
         m.d.comb += addr_now.eq(cur_base + kh_wc + kw_c + off)
         m.d.comb += [waiting.eq((self.avail < self.total) & (addr_now.as_signed() + width > self.avail)),
@@ -194,7 +197,7 @@ class WindowGenerator(wiring.Component):
                 m.d.sync += [i.eq(0), first.eq(0)]
                 with m.If(last_chunk):
                     m.d.sync += off.eq(0)
-                    with m.If(~last_run & (g.dilation_w != 1) & (kw != g.kernel_w - 1)):
+                    with m.If(~last_run & ~contiguous & (kw != g.kernel_w - 1)):
                         m.d.sync += [kw.eq(kw + 1), kw_c.eq(kw_c + const["dw_c"])]
                     with m.Elif(~last_run):
                         m.d.sync += [kw.eq(0), kw_c.eq(0), kh.eq(kh + 1), kh_rows.eq(kh_rows + g.dilation_h),
@@ -223,7 +226,7 @@ class WindowGenerator(wiring.Component):
                      s1_addr.eq(addr_now), s1_off.eq(off), s1_len.eq(run_len),
                      s1_y.eq(cur_y + kh_rows), s1_x.eq(cur_x + kw_c),
                      s1_n.eq(Mux(remaining < width, remaining, width))]
-        m.d.comb += [self.r_en.eq(s1_valid), self.r_addr.eq(s1_addr[:self.addr_width])]
+        m.d.comb += [self.r_en.eq(s1_valid), self.r_addr.eq((s1_addr + self.base)[:self.addr_width])]
 
         # the run's real bytes are [lo, hi): columns 0 .. in_w - 1 of the input
         lo, hi = Signal(signed(34)), Signal(signed(34))

@@ -9,7 +9,8 @@ with random stalls on every channel, under the AXI4 protocol monitor (windows in
 - ``reset_mid_list``: the engine and the memory reset together in the middle of a layer; the list then runs
   exactly from the start.
 
-Environment: ``TB_SEED``, ``TB_LATENCY``, ``TB_LAYERS``, ``TB_COLS``, ``TB_SMALL``.
+Environment: ``TB_SEED``, ``TB_LATENCY``, ``TB_LAYERS``, ``TB_COLS``, ``TB_SMALL``, ``TB_MAX_CYCLES`` (a list's
+cycles before the test fails as hung; 2 000 000).
 """
 
 import json
@@ -29,6 +30,7 @@ from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, p
 SEED = int(os.environ.get("TB_SEED", "1"))
 LATENCY = int(os.environ.get("TB_LATENCY", "20"))
 LAYERS = int(os.environ.get("TB_LAYERS", "6"))
+MAX_CYCLES = int(os.environ.get("TB_MAX_CYCLES", "2000000"))
 COLS = int(os.environ.get("TB_COLS", "8"))
 SMALL = os.environ.get("TB_SMALL", "0") == "1"     # the Amaranth tests' small layers (for Icarus)
 
@@ -56,7 +58,7 @@ async def setup(dut, rng, stall=0.2):
     return ram, monitor
 
 
-async def run_list(dut, list_addr, max_cycles=2_000_000):
+async def run_list(dut, list_addr, max_cycles=MAX_CYCLES):
     """GO with ``list_addr``; returns ("done" | "barrier" | "error", cycles from GO, error bits, error index)."""
     await FallingEdge(dut.clk)
     dut.list_addr.value = list_addr
