@@ -16,7 +16,7 @@ COLS ?= 8
 ROUNDING ?= double
 # FPGA target for `make synth`: ecp5 (LFE5U-85F) or ice40 (UP5K)
 TARGET ?= ecp5
-# What `make synth` places and routes: accelerator, array (the MAC array alone), lane (one requantizer lane) or axi (the AXI top)
+# What `make synth` places and routes: accelerator, array (the MAC array alone), lane (one requantizer lane) axi (the AXI top) or engine (the memory engine)
 BLOCK ?= accelerator
 # nextpnr placement seed for `make synth` (the routed Fmax moves by up to a third between seeds on 8x8)
 SEED ?= 1

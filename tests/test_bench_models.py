@@ -46,3 +46,22 @@ def test_depthwise_verdicts():
 def test_bad_arguments_refused(args, capsys):
     assert bench_models.main(args) == 2
     assert "error:" in capsys.readouterr().err
+
+
+def test_engine_figures_and_the_axi_top_behind_the_same_port():
+    core = bench_models.summarize(_result())
+    on = {"op_index": 0, "where": "engine", "macs": 36 * 9 * 64, "cycles": [500], "bytes_read": [3000],
+          "bytes_written": [2304], "tensor_bytes": 12 * 12 * 64 + 576 + 256 + 2304}
+    host = {"op_index": 1, "where": "host: its input is too large", "macs": 64_000, "cycles": [0], "bytes_read": [0],
+            "bytes_written": [0], "tensor_bytes": 0}
+    res = {"model": "m.tflite", "rows": 8, "cols": 8, "bus_bytes": 8, "mem_latency": 20, "failures": 0,
+           "layers": [on, host]}
+    e = bench_models.engine_summary(res, core)
+    assert e["cycles"] == 500
+    assert e["utilization"] == pytest.approx(36 * 9 * 64 / (64 * 500))
+    assert e["bytes_ratio"] == pytest.approx(5304 / on["tensor_bytes"])
+    assert e["host_mac_layers"] == 1
+    # the AXI top's depthwise layer: 360 steps of 64 activation bytes and 8 weight bytes, 36 x 64 results in 32-bit
+    # lanes, through 8 bytes a cycle
+    assert e["axi_cycles"] == max(421, -(-(360 * 64 + 360 * 8 + 4 * 36 * 64) // 8))
+    assert len(bench_models.engine_table([e])) == 2

@@ -212,7 +212,7 @@ def test_the_next_layer_is_prepared_while_one_runs(data_width):
         assert first_weights < last_output, "the next layer's weights were not read while the layer before ran"
 
 
-@pytest.mark.parametrize("seed", range(2))
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_a_model_runs_from_its_compiled_image(seed):
     """The generated CNN (random weights, calibrated quantization) through host.engine_compiler: its first segment
     (CONV_2D 3x3 stride 2, DEPTHWISE_CONV_2D dilation 2 with multiplier 2, CONV_2D 1x1) runs from the compiled

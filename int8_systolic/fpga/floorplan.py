@@ -52,9 +52,9 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
     """``{cell name: bel}`` for the MULT18X18D (and, for the accelerator, DP16KD) cells of a ``block``
     (see :mod:`fpga.synth`), or None."""
     per_row = len(_XS) // rows
-    # (the AXI top holds the accelerator as its submodule `core`: the same plan one level down)
-    top = "core.core." if block == "axi" else "core."
-    block = "accelerator" if block == "axi" else block
+    # (the AXI top and the engine hold the accelerator as their submodule `core`: the same plan one level down)
+    top = "core.core." if block in ("axi", "engine") else "core."
+    block = "accelerator" if block in ("axi", "engine") else block
     has_array, has_lanes = block in ("accelerator", "array"), block in ("accelerator", "lane")
     if has_array and (per_row == 0 or cols > per_row * len(_ARRAY_ROWS)):
         return None

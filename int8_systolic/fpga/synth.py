@@ -44,6 +44,7 @@ from int8_systolic.fpga.floorplan import ecp5_floorplan
 from int8_systolic.hw.accelerator import Accelerator
 from int8_systolic.hw.array import SystolicArray
 from int8_systolic.hw.axi_top import AxiAccelerator
+from int8_systolic.hw.engine import Engine
 from int8_systolic.hw.narrow_io import NarrowIO
 from int8_systolic.hw.requantizer import RequantInput, Requantizer
 
@@ -51,7 +52,7 @@ __all__ = ["BLOCKS", "TARGETS", "SynthError", "nextpnr_command", "synthesize"]
 
 # What is placed and routed: the accelerator (the default), or one of its blocks alone, to see
 # where timing stands block by block.
-BLOCKS = ("accelerator", "array", "lane", "axi")
+BLOCKS = ("accelerator", "array", "lane", "axi", "engine")
 
 
 class Lane(wiring.Component):
@@ -220,8 +221,8 @@ def config_name(target, rows, cols, rounding, block="accelerator"):
         return f"{target}_lane_{rounding}"
     if block == "array":
         return f"{target}_array_{rows}x{cols}"
-    if block == "axi":
-        return f"{target}_axi_{rows}x{cols}_{rounding}"
+    if block in ("axi", "engine"):
+        return f"{target}_{block}_{rows}x{cols}_{rounding}"
     return f"{target}_{rows}x{cols}_{rounding}"
 
 
@@ -350,6 +351,8 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
     elif block == "axi":
         core = AxiAccelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"],
                               dsp=spec["dsp"])
+    elif block == "engine":
+        core = Engine(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=spec["ram"], dsp=spec["dsp"])
     elif block == "array":
         core = SystolicArray(rows, cols, dsp=spec["dsp"])
     else:
@@ -383,7 +386,8 @@ def _netlist(target, rows, cols, rounding, *, freq, max_col_tiles, router, out_d
         "block": block,
         "requantizer_latency": Requantizer.latency if block != "array" else None,
         "accelerator_latency": {"accelerator": getattr(core, "latency", None),
-                                "axi": getattr(getattr(core, "core", None), "latency", None)}.get(block),
+                                "axi": getattr(getattr(core, "core", None), "latency", None),
+                                "engine": getattr(getattr(core, "core", None), "latency", None)}.get(block),
         "fits": True,
         "luts": counts["luts"], "ffs": counts["ffs"],
         "wrapper": {"luts": wrapper["luts"], "ffs": wrapper["ffs"]},
@@ -543,7 +547,8 @@ def format_table(results):
     for r in results:
         block = r.get("block", "accelerator")
         design = {"accelerator": f"{r['rows']}x{r['cols']}", "array": f"array {r['rows']}x{r['cols']}",
-                  "lane": "one lane", "axi": f"AXI top {r['rows']}x{r['cols']}"}[block]
+                  "lane": "one lane", "axi": f"AXI top {r['rows']}x{r['cols']}",
+                  "engine": f"engine {r['rows']}x{r['cols']}"}[block]
         if r.get("unplaced_seeds") and r["fits"]:
             unplaced = ", ".join(str(s) for s in r["unplaced_seeds"])
             design += f" (seed {r['seed']}; not placed with {unplaced})"

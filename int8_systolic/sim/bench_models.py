@@ -21,9 +21,15 @@ Per layer and per model:
 * for DEPTHWISE_CONV_2D, the formula's cycles of the block-diagonal GEMMs, the mapping without
   the depthwise mode.
 
+Then the memory engine (``--ports``, default 8 and 4 bytes a cycle, memory latency 20; 8x8): each model's
+MAC layers run from memory on the engine's RTL (:mod:`sim.tb_engine_model`, every output compared with
+golden and every tensor with TFLM), beside the AXI top behind the same port: its streams (activations,
+weights, every result in a 32-bit lane) cannot move faster than the port, so a layer takes at least its
+stream bytes divided by the port's bytes a cycle.
+
 Prints the per-model table, the depthwise layers against the 80% target on 8x8 (each below it
-said to be bound by its shape or by the pipeline's fill and drain), and the per-model targets;
-writes build/bench/models.json and build/bench/models.png.
+said to be bound by its shape or by the pipeline's fill and drain), the per-model targets and the
+engine table; writes build/bench/models.json and build/bench/models.png.
 """
 
 import json
@@ -90,6 +96,50 @@ def _problems(summary):
     if summary["failures"]:
         out.append(f"{summary['model']} {summary['rows']}x{summary['cols']}: {summary['failures']} failures")
     return out
+
+
+def stream_bytes(layer, rows, cols):
+    """Bytes the AXI top's streams carry for a layer of a core run: the activations, a weight word of ``cols``
+    bytes a step, and each int8 result in a 32-bit lane."""
+    per_step = rows * cols if "depthwise" in layer["modes"] else rows
+    steps = layer["act_bytes"] // per_step
+    out = 1
+    for d in layer["output"].split("x"):
+        out *= int(d)
+    return layer["act_bytes"] + steps * cols + 4 * out
+
+
+def engine_summary(res, core=None):
+    """Per-model figures of an engine run (one step), and the AXI top behind the same port from ``core`` (the same
+    model's :func:`summarize` on 8x8), if given."""
+    nb, r, c = res["bus_bytes"], res["rows"], res["cols"]
+    on = [L for L in res["layers"] if L["where"] == "engine"]
+    macs = sum(L["macs"] for L in on)
+    cycles = sum(L["cycles"][0] for L in on)
+    moved = sum(L["bytes_read"][0] + L["bytes_written"][0] for L in on)
+    tensor = sum(L["tensor_bytes"] for L in on)
+    out = {"model": res["model"].removesuffix(".tflite"), "bus_bytes": nb, "mem_latency": res["mem_latency"],
+           "macs": macs, "cycles": cycles, "utilization": macs / (r * c * cycles) if cycles else 0.0,
+           "bytes": moved, "tensor_bytes": tensor, "bytes_ratio": moved / tensor if tensor else 0.0,
+           "host_mac_layers": len(res["layers"]) - len(on), "failures": res["failures"]}
+    if core is not None:
+        by_op = {L["op_index"]: L for L in core["layers"]}
+        bound = [max(by_op[L["op_index"]]["cycles"], -(-stream_bytes(by_op[L["op_index"]], r, c) // nb))
+                 for L in on]
+        out["axi_cycles"] = sum(bound)
+        out["axi_utilization"] = macs / (r * c * out["axi_cycles"]) if bound else 0.0
+    return out
+
+
+def engine_table(summaries):
+    lines = [f"{'model':<32} {'port':>4} {'MACs':>10} {'cycles':>9} {'util':>6} {'bytes/tensor':>12} "
+             f"{'AXI top behind the port':>23}  host MAC layers"]
+    for s in summaries:
+        axi = f"{100 * s['axi_utilization']:.1f}%" if "axi_utilization" in s else "-"
+        lines.append(f"{LABELS.get(s['model'], s['model']):<32} {s['bus_bytes']:>2} B {s['macs']:>10,} "
+                     f"{s['cycles']:>9,} {100 * s['utilization']:>5.1f}% {s['bytes_ratio']:>11.2f}x {axi:>23}  "
+                     f"{s['host_mac_layers']}")
+    return lines
 
 
 def model_table(summaries):
@@ -175,7 +225,15 @@ def main(argv=None):
     parser = ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--arrays", default="8x8,16x16", help="comma-separated RxC (default 8x8,16x16)")
     parser.add_argument("--models", default=",".join(MODELS), help="comma-separated bundled model names")
+    parser.add_argument("--ports", default="8,4", help="the memory engine's port widths in bytes, comma-separated "
+                                                      "(8x8, memory latency 20; empty: no engine runs)")
     args = parser.parse_args(argv)
+    try:
+        ports = [int(p) for p in args.ports.split(",") if p]
+        if any(p not in (4, 8, 16) for p in ports):
+            raise ValueError
+    except ValueError:
+        parser.error(f"--ports must be comma-separated 4, 8 or 16, got {args.ports!r}")
     try:
         arrays = [tuple(int(v) for v in a.split("x")) for a in args.arrays.split(",")]
         if any(len(a) != 2 or min(a) < 1 for a in arrays):
@@ -194,9 +252,19 @@ def main(argv=None):
         for res in results:
             summaries.append(summarize(res))
             problems += _problems(summaries[-1])
+    engine = []
+    core8 = {s["model"]: s for s in summaries if (s["rows"], s["cols"]) == (8, 8)}
+    for nb in ports:
+        print(f"[bench-models] the engine, {nb}-byte port: {len(models)} models on Verilator "
+              f"({time.monotonic() - t0:.0f} s)", flush=True)
+        for res in run_models(models, steps=1, rows=8, cols=8, block="engine", bus_bytes=nb, mem_latency=20):
+            engine.append(engine_summary(res, core8.get(res["model"].removesuffix(".tflite"))))
+            if engine[-1]["failures"]:
+                problems.append(f"{engine[-1]['model']} on the engine ({nb}-byte port): "
+                                f"{engine[-1]['failures']} failures")
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "models.json").write_text(json.dumps({"max_col_tiles": MAX_COL_TILES, "models": summaries}, indent=1)
-                                     + "\n")
+    (OUT / "models.json").write_text(json.dumps({"max_col_tiles": MAX_COL_TILES, "models": summaries,
+                                                 "engine": engine}, indent=1) + "\n")
     plot(summaries, OUT / "models.png")
     print("\nper model (one step, every MAC layer on the RTL; util = MACs / (rows x cols x cycles)):")
     print("\n".join(model_table(summaries)))
@@ -206,6 +274,10 @@ def main(argv=None):
         print("\n".join(lines))
     if target_lines(summaries):
         print("\n" + "\n".join(target_lines(summaries)))
+    if engine:
+        print("\nthe memory engine (8x8, memory latency 20; its MAC layers, from memory; util = MACs / (64 x "
+              "cycles)), and the AXI top behind the same port:")
+        print("\n".join(engine_table(engine)))
     print(f"\nwritten to {OUT / 'models.json'} and {OUT / 'models.png'} ({time.monotonic() - t0:.0f} s)")
     for p in problems:
         print(f"FAIL: {p}", file=sys.stderr)
