@@ -35,6 +35,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
+from .products import sequential_products
 
 __all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
 
@@ -103,15 +104,8 @@ class DepthwiseWindows(wiring.Component):
         lane_bits = obits + gbits
 
         # --- the layer's constants, one product a cycle ---
-        const = {name: Signal(32, name=name) for name, _, _ in self.PRODUCTS}
         step = Signal(range(self.SETUP + 1))
-        fa, fb = Signal(32), Signal(17)
-        with m.Switch(step):
-            for s, (_, a, b) in enumerate(self.PRODUCTS):
-                with m.Case(s):
-                    m.d.comb += [fa.eq(const[a] if a in const else g[a]), fb.eq(const[b] if b in const else g[b])]
-        product = Signal(32)
-        m.d.comb += product.eq(fa * fb)
+        const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step)
 
         # --- the depth multiplier: output channel c reads input channel c // m. Per lane j of the current column
         # tile, q[j] = (nt * cols + j) // m and r[j] the remainder; a column tile further adds cols = a * m + b ---

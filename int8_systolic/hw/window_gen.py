@@ -40,6 +40,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
+from .products import sequential_products
 from .transpose import Transpose
 
 __all__ = ["WindowGenerator", "geometry_layout"]
@@ -98,15 +99,8 @@ class WindowGenerator(wiring.Component):
         wiring.connect(m, transpose.o, wiring.flipped(self.o))
 
         # --- the layer's constants, one product a cycle ---
-        const = {name: Signal(32, name=name) for name, _, _ in self.PRODUCTS}
         step = Signal(range(self.SETUP + 1))
-        fa, fb = Signal(32), Signal(17)
-        with m.Switch(step):
-            for s, (_, a, b) in enumerate(self.PRODUCTS):
-                with m.Case(s):
-                    m.d.comb += [fa.eq(const[a] if a in const else g[a]), fb.eq(const[b] if b in const else g[b])]
-        product = Signal(32)
-        m.d.comb += product.eq(fa * fb)
+        const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step)
         run_len = Signal(32)      # bytes of a run: kernel_w pixels' channels if they are contiguous, else one's
         contiguous = Signal()
         m.d.comb += [contiguous.eq((g.dilation_w == 1) & (g.pitch == g.in_c)),
