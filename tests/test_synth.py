@@ -297,7 +297,8 @@ def test_blocks_alone(tmp_path):
     assert result["fmax_mhz"] > 0
     assert (tmp_path / "ecp5_array_2x2.json").exists()
     assert "array 2x2" in format_table([result])
-    with pytest.raises(SynthError, match=r"block must be one of \['accelerator', 'array', 'lane', 'axi'\], got 'fifo'"):
+    with pytest.raises(SynthError, match=r"block must be one of \['accelerator', 'array', 'lane', 'axi', 'engine'\], "
+                                         r"got 'fifo'"):
         synthesize("ecp5", 2, 2, block="fifo", out_dir=tmp_path)
 
 
@@ -306,6 +307,10 @@ def test_ecp5_floorplan():
     each lane's four partial products on consecutive sites of the bottom row, no site twice."""
     plan = ecp5_floorplan(8, 8)
     assert len(plan) == len(set(plan.values())) == 8 * 8 + 4 * 8 + 4 * 8 + 2 * 8
+    # the engine's core: the same plan a level down, one block RAM an output FIFO lane (it never uses bypass)
+    engine = ecp5_floorplan(8, 8, "engine")
+    assert len(engine) == len(set(engine.values())) == 8 * 8 + 4 * 8 + 4 * 8 + 8
+    assert all(name.startswith("core.core.") for name in engine)
 
     def site(name):
         x, y, _ = plan[name].split("/")

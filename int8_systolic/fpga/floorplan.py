@@ -54,6 +54,8 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
     per_row = len(_XS) // rows
     # (the AXI top and the engine hold the accelerator as their submodule `core`: the same plan one level down)
     top = "core.core." if block in ("axi", "engine") else "core."
+    # (the engine never asks for the int32 bypass, so synthesis keeps 8 bits of each output FIFO lane: one block RAM)
+    fifo_brams = 1 if block == "engine" else 2
     block = "accelerator" if block in ("axi", "engine") else block
     has_array, has_lanes = block in ("accelerator", "array"), block in ("accelerator", "lane")
     if has_array and (per_row == 0 or cols > per_row * len(_ARRAY_ROWS)):
@@ -84,7 +86,7 @@ def ecp5_floorplan(rows, cols, block="accelerator"):
                 plan[f"{prefix}mul_{name}.dsp"] = _site(_XS[start + n], _LANE_ROW)
             lane_x.append(sum(_XS[start:start + len(_PARTIALS)]) / len(_PARTIALS))
     if block == "accelerator":
-        plan.update(_bram_plan(lane_x, top))
+        plan.update(_bram_plan(lane_x, top, fifo_brams))
     return plan
 
 
@@ -98,9 +100,9 @@ _TABLE_ROW, _FIFO_ROW = 22, 46
 _TABLE_BRAMS = 4
 
 
-def _bram_plan(lane_x, top="core."):
+def _bram_plan(lane_x, top="core.", fifo_brams=2):
     """Block RAM sites: each lane's table (four DP16KDs) on consecutive sites of the row above the
-    lanes, as close to above the lane as free sites allow; the output FIFOs (two per lane) on
+    lanes, as close to above the lane as free sites allow; the output FIFOs (``fifo_brams`` per lane) on
     consecutive sites in the middle of the row between the array's two rows, in the lanes' order, so
     every lane's queue, and with them the ``res.ready`` net, sits in a band a few dozen columns
     wide."""
@@ -115,14 +117,14 @@ def _bram_plan(lane_x, top="core."):
             free[start + k] = False
             x = _EBR_XS[start + k]
             plan[f"{top}table{j}.bram{k}"] = f"X{x}/Y{_TABLE_ROW}/{_EBR_BELS[x]}"
-    count = 2 * len(lane_x)
+    count = fifo_brams * len(lane_x)
     if count > len(_EBR_XS):
         return {}
     start = (len(_EBR_XS) - count) // 2
     xs = _EBR_XS[start:start + count]
     for n, j in enumerate(sorted(range(len(lane_x)), key=lambda j: lane_x[j])):  # in the lanes' order
-        for k in range(2):
-            x = xs[2 * n + k]
+        for k in range(fifo_brams):
+            x = xs[fifo_brams * n + k]
             plan[f"{top}fifo{j}.bram{k}"] = f"X{x}/Y{_FIFO_ROW}/{_EBR_BELS[x]}"
     return plan
 
