@@ -35,7 +35,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
-from .products import sequential_products
+from .products import latch_products, sequential_products
 
 __all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
 
@@ -140,9 +140,7 @@ class DepthwiseWindows(wiring.Component):
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
-                for s, (name, _, _) in enumerate(self.PRODUCTS):
-                    with m.If(step == s):
-                        m.d.sync += const[name].eq(product)
+                latch_products(m, self.PRODUCTS, const, product, step)
                 # the lanes' first quotients and remainders, one a cycle; cols // m by subtraction meanwhile
                 with m.If(adv_b >= mult):
                     m.d.sync += [adv_b.eq(adv_b - mult), adv_a.eq(adv_a + 1)]

@@ -1,13 +1,14 @@
 """A layer's constants computed with one multiplier used in turn, a product a cycle (the window generators' set-up).
 
-:func:`sequential_products` builds the multiplier and its operand selection; the caller registers
-``product`` into ``const[name]`` in the cycle ``step`` is that product's index. A product's factors
+:func:`sequential_products` builds the multiplier and its operand selection; :func:`latch_products`, used
+in the caller's set-up state, registers ``product`` into ``const[name]`` in the cycle ``step`` is that
+product's index. A product's factors
 are geometry fields (``operand(name)``) or earlier products, so the list is in dependency order.
 """
 
 from amaranth import Signal
 
-__all__ = ["sequential_products"]
+__all__ = ["latch_products", "sequential_products"]
 
 
 def sequential_products(m, products, operand, step, *, width=32, factor_width=17):
@@ -23,3 +24,10 @@ def sequential_products(m, products, operand, step, *, width=32, factor_width=17
     product = Signal(width)
     m.d.comb += product.eq(fa * fb)
     return const, product
+
+
+def latch_products(m, products, const, product, step):
+    """In the current (set-up) context: ``const[name] <= product`` when ``step`` is that product's index."""
+    for s, (name, _, _) in enumerate(products):
+        with m.If(step == s):
+            m.d.sync += const[name].eq(product)

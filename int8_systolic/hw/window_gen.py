@@ -40,7 +40,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
-from .products import sequential_products
+from .products import latch_products, sequential_products
 from .transpose import Transpose
 
 __all__ = ["WindowGenerator", "geometry_layout"]
@@ -148,9 +148,7 @@ class WindowGenerator(wiring.Component):
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
-                for s, (name, _, _) in enumerate(self.PRODUCTS):
-                    with m.If(step == s):
-                        m.d.sync += const[name].eq(product)
+                latch_products(m, self.PRODUCTS, const, product, step)
                 with m.If(step == self.SETUP - 1):
                     m.d.sync += [*walker_reset(), running.eq(1), i.eq(0), off.eq(0), kh.eq(0), kw.eq(0),
                                  kh_rows.eq(0), kh_wc.eq(0), kw_c.eq(0), nt.eq(0), first.eq(1), tile_p.eq(0)]
