@@ -59,8 +59,8 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
                 await ctx.tick()
         ctx.set(buf.w_en, 0)
         ctx.set(gen.geometry, {**{f: getattr(g, f) for f in (
-            "batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h", "stride_w",
-            "dilation_h", "dilation_w", "pad_top", "pad_left")}, "out_c": out_c, "depth_multiplier": mult,
+            "batch", "in_h", "in_w", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h", "stride_w",
+            "dilation_h", "dilation_w", "pad_top", "pad_left")}, "depth_multiplier": mult,
             "n_tiles": n_tiles, "zero_point": zero_point, "pitch": pitch})
         ctx.set(gen.total, total)
         ctx.set(gen.base, base)

@@ -42,9 +42,9 @@ __all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
 
 def geometry_layout():
     """A depthwise layer's geometry as the generator takes it: the command descriptor's fields, the column tiles,
-    the input zero point and the input's pitch in the buffer."""
+    the input zero point and the input's pitch in the buffer (which stands for the channels)."""
     return data.StructLayout({
-        "batch": 16, "in_h": 16, "in_w": 16, "in_c": 16, "out_h": 16, "out_w": 16, "out_c": 16,
+        "batch": 16, "in_h": 16, "in_w": 16, "out_h": 16, "out_w": 16,
         "depth_multiplier": 16, "kernel_h": 8, "kernel_w": 8, "stride_h": 8, "stride_w": 8, "dilation_h": 8,
         "dilation_w": 8, "pad_top": 8, "pad_left": 8, "n_tiles": 16, "zero_point": signed(8), "pitch": 17,
     })

@@ -246,8 +246,8 @@ class Engine(wiring.Component):
                      out_pitch_b.eq(input_pitch(cmd_b.out_c, self.bank_bytes, nb)),
                      cap_base.eq((in_base + vals["in_buf"] + lanes - 1) & ~(lanes - 1)),
                      in_loader.pixel.eq(cmd_b.in_c), in_loader.pitch.eq(pitch_b), in_loader.base.eq(in_base),
-                     capture.addr.eq(0), capture.length.eq(vals["out_len"]), capture.base.eq(cap_base),
-                     capture.pixel.eq(cmd_b.out_c), capture.pitch.eq(out_pitch_b), capture.hold.eq(0),
+                     capture.length.eq(vals["out_len"]), capture.base.eq(cap_base),
+                     capture.pixel.eq(cmd_b.out_c), capture.pitch.eq(out_pitch_b),
                      in_avail.eq(Mux(forwarded, (1 << 25) - 1, in_loader.filled)),
                      gen.base.eq(in_base), dwgen.base.eq(in_base), gen.geometry.pitch.eq(pitch_b)]
         back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
@@ -256,8 +256,8 @@ class Engine(wiring.Component):
         m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(vals["n_tiles"]),
                      gen.geometry.zero_point.eq(cmd_b.input_zero_point),
                      gen.avail.eq(in_avail), gen.total.eq(vals["in_buf"]),
-                     *(dwgen.geometry[f].eq(v) for f, v in geometry.items()),
-                     dwgen.geometry.out_c.eq(cmd_b.out_c), dwgen.geometry.depth_multiplier.eq(cmd_b.depth_multiplier),
+                     *(dwgen.geometry[f].eq(v) for f, v in geometry.items() if f != "in_c"),
+                     dwgen.geometry.depth_multiplier.eq(cmd_b.depth_multiplier),
                      dwgen.geometry.n_tiles.eq(vals["n_tiles"]), dwgen.geometry.zero_point.eq(cmd_b.input_zero_point),
                      dwgen.geometry.pitch.eq(pitch_b), dwgen.avail.eq(in_avail), dwgen.total.eq(vals["in_buf"]),
                      streamer.k.eq(vals["k"]), streamer.n_tiles.eq(vals["n_tiles"]),
