@@ -46,7 +46,7 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
     out_c = g.in_c * mult
     n_tiles = -(-out_c // cols)
     expect = -(-g.pixels // rows) * n_tiles * g.kernel_h * g.kernel_w
-    out = {"steps": [], "when": []}
+    out = {"steps": [], "when": [], "setup": gen.SETUP}
 
     async def testbench(ctx):
         for p, px in enumerate(pixels):
@@ -156,8 +156,7 @@ def test_cycles(shape, stride, padding, mult, per_step):
     want = depthwise_step_cycles(g, mult, rows, cols, banks, bank_bytes, input_pitch(shape[3], bank_bytes, 8))
     assert np.diff(out["when"]).tolist() == want[1:]
     # `when` counts from the cycle after start's; the first step takes its own cycles too
-    setup = len(DepthwiseWindows.PRODUCTS) + cols + 1
-    assert out["when"][0] == setup + rows + 2 + DepthwiseWindows.LATENCY - 1 + want[0] - 1
+    assert out["when"][0] == out["setup"] + rows + 2 + DepthwiseWindows.LATENCY - 1 + want[0] - 1
     if per_step == 1:
         assert set(want) == {1}
     elif per_step:

@@ -85,6 +85,7 @@ def _check(res, steps):
 
 
 @pytest.mark.sim
+@pytest.mark.slow       # make sim runs okay_nabu on the RTL (20 steps, every tensor against TFLM)
 def test_wakeword_model_on_verilator(seed):
     res = run_model("okay_nabu", sim="verilator", steps=3, seed=seed)
     _check(res, 3)

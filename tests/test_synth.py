@@ -33,6 +33,7 @@ def wrapper_ffs(rows, cols, max_col_tiles, width=8):
     return top.in_bits + top.out_bits, top.register_bits
 
 
+@pytest.mark.slow       # 2 to 3 minutes of place and route; make test-all and make synth run the ECP5 flow whole
 def test_ecp5_2x2_synthesizes_places_and_routes(tmp_path):
     result = synthesize("ecp5", 2, 2, out_dir=tmp_path, log=lambda _: None)
     assert result["fits"]

@@ -165,8 +165,8 @@ def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, pi
     row tile, column tile, tap), the input stored ``pitch`` bytes a pixel in ``banks`` banks of ``bank_bytes``.
 
     A step reads, for each pixel of its tile whose tap is inside the input, ``cols`` bytes from the tap's first
-    channel: one bank, two when the read does not start on a bank's first byte. Each cycle serves the pending reads
-    in pixel order whose banks no read served before it in that cycle takes."""
+    channel: one bank, two when the read does not start on a bank's first byte. A bank serves one of them a cycle,
+    so the step takes as many cycles as its most used bank serves reads (at least one)."""
     out_c = g.in_c * depth_multiplier
     out = []
     for mt in range(-(-g.pixels // rows)):
@@ -181,23 +181,14 @@ def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, pi
             channel = nt * cols // depth_multiplier
             for kh in range(g.kernel_h):
                 for kw in range(g.kernel_w):
-                    pending = []
+                    load = [0] * banks
                     for b, y0, x0 in pixels:
                         y, x = y0 + kh * g.dilation_h, x0 + kw * g.dilation_w
                         if 0 <= y < g.in_h and 0 <= x < g.in_w:
                             addr = ((b * g.in_h + y) * g.in_w + x) * pitch + channel
                             first = addr // bank_bytes % banks
-                            pending.append({first, (first + 1) % banks} if addr % bank_bytes else {first})
-                    cycles = 1
-                    while True:
-                        taken, left = set(), []
-                        for need in pending:
-                            if need & taken:
-                                left.append(need)
-                            else:
-                                taken |= need
-                        if not left:
-                            break
-                        pending, cycles = left, cycles + 1
-                    out.append(cycles)
+                            load[first] += 1
+                            if addr % bank_bytes:
+                                load[(first + 1) % banks] += 1
+                    out.append(max(1, *load))
     return out

@@ -5,29 +5,37 @@ k of output pixel i in output channel ``nt * cols + j``, which reads input chann
 depth_multiplier``. So a step needs, for each of the tile's ``rows`` pixels, the ``cols`` channels of
 one tap: ``rows`` reads at unrelated addresses in one cycle. The input buffer
 (:class:`hw.byte_buffer.ByteBuffer` with ``bank_port``) has ``banks`` banks of ``bank_bytes`` bytes
-with a row address each; a pixel's read takes one bank (two when it does not start on a bank's
-first byte), so one cycle serves every read whose banks no other read of the cycle takes.
+with a row address each. A pixel's read takes one bank, or two when it does not start on a bank's
+first byte; each bank it takes is a *half-read*, served on its own. A bank serves one half-read a
+cycle, so a step takes as many cycles as the bank most used by its half-reads (at least one), the
+half-reads of each bank in pixel order: the fewest cycles any schedule could take.
 
 The input is stored with a *pitch* of :func:`input_pitch` bytes a pixel (the loader leaves the gap): when
 ``in_c`` is an even number of banks, one bank more, so that the pixel pitch is an odd number of
 banks and consecutive pixels start in different banks. A row tile's pixels at stride 1 are
 consecutive input pixels at every tap (but where the tile wraps to the next output row of a VALID
-layer), so a step is one cycle; at stride 2 they fall in half the banks and a step takes two. A
-step whose reads collide is served over as many cycles as it needs (the first pending read always
-gets its banks), so any geometry is exact, only slower.
+layer), so a step is one cycle; at stride 2 they fall in half the banks and a step takes two.
+:func:`host.windows.depthwise_step_cycles` counts every step's cycles.
 
 Order (the weight streamer's and the core's): row tile outer (``rows`` output pixels, row-major over
 batch, height, width), column tile, then K in TFLite's (kh, kw) order. A tap in the padding, a
 pixel past the layer's last, reads the input zero point.
 
+Pipeline (each stage registered, so that no path crosses more than one adder or a few LUTs): the issue
+of a step (its pixels, tap and column tile) with a credit for the schedule queue; the reads' addresses;
+their banks and whether they are real; each half-read's rank among its bank's; the step's cycle count;
+the schedule queue; the serve stage, one cycle a round, that drives the banks' rows; the buffer; each
+read's two banks; each lane's byte; the step assembled and queued. The serve stage takes a step only
+with a free place in the output queue, so nothing ever has to stop mid-pipeline.
+
 ``geometry`` (:func:`geometry_layout`) and ``base`` (the input's first byte in the buffer) hold from
 ``start`` until ``busy`` falls. ``avail`` is how many of the input's ``total`` bytes in the buffer (from
 ``base``, at the pitch) are written: a row tile waits until the input rows its windows reach are in.
-Before its first step the generator spends :attr:`SETUP` cycles on
-the layer's constants. ``busy`` is high from the cycle after ``start`` until the last step is taken.
-At full rate (``o`` always ready, no collisions) a layer's first step is offered ``SETUP + rows + 2 +
-LATENCY`` cycles after the cycle of ``start`` (the walker's ``rows`` pixels, the tile taken, the step issued),
-and one follows every cycle.
+Before its first step the generator spends :attr:`SETUP` cycles on the layer's constants. ``busy`` is
+high from the cycle after ``start`` until the last step is taken. At full rate (``o`` always ready)
+a layer's first step is offered ``SETUP + rows + LATENCY + cycles`` cycles after the cycle of ``start``
+(the walker's ``rows`` pixels, the tile taken, the pipeline, the step's own cycles), and each next
+step its own cycles later.
 """
 
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
@@ -35,7 +43,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
-from .products import latch_products, sequential_products
+from .products import LAG, latch_products, sequential_products
 
 __all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
 
@@ -60,35 +68,46 @@ def input_pitch(in_c, bank_bytes, beat_bytes):
     return Mux(in_c[:low] == 0, in_c + bank_bytes, in_c)
 
 
+def _popcount(bits):
+    """The number of set bits among ``bits`` (a list of 1-bit values), as a balanced tree of adds."""
+    vals = list(bits) or [Const(0, 1)]
+    while len(vals) > 1:
+        vals = [vals[k] + vals[k + 1] if k + 1 < len(vals) else vals[k] for k in range(0, len(vals), 2)]
+    return vals[0]
+
+
 class DepthwiseWindows(wiring.Component):
     """See the module docstring. ``rows``, ``cols``: the array's; the input buffer's ``banks`` of ``bank_bytes`` bytes
-    (``bank_bytes >= cols``, ``banks >= rows``) and ``addr_width`` bits of byte address."""
+    (``bank_bytes >= cols``, ``banks >= rows``, both at least 2) and ``addr_width`` bits of byte address."""
 
-    # The layer's constants, one product a cycle (as hw.window_gen): (name, factor, factor)
+    # The layer's constants, one product a cycle (as hw.window_gen): (name, factor, factor), a product used
+    # LAG + 1 steps after its own at the earliest (hw.products)
     PRODUCTS = (
-        ("wp", "in_w", "pitch"), ("sw_p", "stride_w", "pitch"), ("dw_p", "dilation_w", "pitch"),
-        ("pl_p", "pad_left", "pitch"), ("sh_wp", "stride_h", "wp"), ("dh_wp", "dilation_h", "wp"),
-        ("pt_wp", "pad_top", "wp"), ("hwp", "in_h", "wp"), ("ext_h", "kernel_h", "dilation_h"),
-        ("ext_wp", "ext_h", "wp"), ("ohw", "out_h", "out_w"), ("pixels", "batch", "ohw"),
+        ("ext_h", "kernel_h", "dilation_h"), ("ohw", "out_h", "out_w"), ("wp", "in_w", "pitch"),
+        ("sw_p", "stride_w", "pitch"), ("dw_p", "dilation_w", "pitch"), ("pl_p", "pad_left", "pitch"),
+        ("sh_wp", "stride_h", "wp"), ("dh_wp", "dilation_h", "wp"), ("pt_wp", "pad_top", "wp"),
+        ("hwp", "in_h", "wp"), ("ext_wp", "ext_h", "wp"), ("pixels", "batch", "ohw"),
     )
-    _QUEUE = 8
-    # a step's reads registered, the buffer's latency; then into the queue
-    LATENCY = 1 + ByteBuffer.LATENCY + 1
+    _SCHED = 16         # steps issued and not yet served (the schedule queue's depth)
+    _QUEUE = 16         # steps served and not yet taken (the output queue's depth)
+    # issue to the schedule queue (copies, addresses, banks, ranks, cycle count), the queue and the serve
+    # register, the serve stage's two, the buffer, the banks' pair, the lanes' bytes, then the output queue
+    LATENCY = 5 + 2 + 2 + ByteBuffer.LATENCY + 2 + 1
 
     def __init__(self, rows=8, cols=8, *, banks=8, bank_bytes=8, addr_width=16):
-        pow2 = lambda n: isinstance(n, int) and n >= 1 and n & (n - 1) == 0  # noqa: E731
+        pow2 = lambda n: isinstance(n, int) and n >= 2 and n & (n - 1) == 0  # noqa: E731
         if not (isinstance(rows, int) and isinstance(cols, int) and 1 <= rows <= banks and 1 <= cols <= bank_bytes
                 and pow2(banks) and pow2(bank_bytes) and isinstance(addr_width, int)
                 and (banks * bank_bytes - 1).bit_length() < addr_width <= 32):
             self._MustUse__silence = True  # a refused object is not an unused design
-            raise ValueError(f"need rows <= banks and cols <= bank_bytes (powers of two), addr_width beyond a row of "
-                             f"the buffer and <= 32, got rows {rows!r}, cols {cols!r}, banks {banks!r}, bank_bytes "
-                             f"{bank_bytes!r}, addr_width {addr_width!r}")
+            raise ValueError(f"need rows <= banks and cols <= bank_bytes (powers of two, at least 2), addr_width "
+                             f"beyond a row of the buffer and <= 32, got rows {rows!r}, cols {cols!r}, banks "
+                             f"{banks!r}, bank_bytes {bank_bytes!r}, addr_width {addr_width!r}")
         self.rows, self.cols, self.banks, self.bank_bytes, self.addr_width = rows, cols, banks, bank_bytes, addr_width
         self.lanes = banks * bank_bytes
-        self.row_bits = max(addr_width - (self.lanes - 1).bit_length(), 1)
-        # the layer's constants, then the depth multiplier's lane offsets (a lane a cycle)
-        self.SETUP = len(self.PRODUCTS) + cols + 1
+        self.row_bits = addr_width - (self.lanes - 1).bit_length()
+        # the layer's constants (pipelined), then the depth multiplier's lane offsets (a lane a cycle)
+        self.SETUP = len(self.PRODUCTS) + max(cols, LAG) + 1
         super().__init__({
             "start": In(1), "geometry": In(geometry_layout()), "base": In(addr_width), "busy": Out(1),
             "avail": In(25), "total": In(25),
@@ -98,27 +117,39 @@ class DepthwiseWindows(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        rows, cols, banks, bb = self.rows, self.cols, self.banks, self.bank_bytes
+        rows, cols, banks, bb, aw = self.rows, self.cols, self.banks, self.bank_bytes, self.addr_width
         g = self.geometry
         obits, gbits = (bb - 1).bit_length(), (banks - 1).bit_length()
         lane_bits = obits + gbits
+        rbits = max((rows - 1).bit_length(), 1)     # a half-read's rank among its bank's
+
+        def reg(value, name, *, en=None):
+            """``value`` one cycle later (taken only when ``en``, if given)."""
+            r = Signal(value.shape(), name=name)
+            if en is None:
+                m.d.sync += r.eq(value)
+            else:
+                with m.If(en):
+                    m.d.sync += r.eq(value)
+            return r
 
         # --- the layer's constants, one product a cycle ---
         step = Signal(range(self.SETUP + 1))
         const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step)
 
         # --- the depth multiplier: output channel c reads input channel c // m. Per lane j of the current column
-        # tile, q[j] = (nt * cols + j) // m and r[j] the remainder; a column tile further adds cols = a * m + b ---
+        # tile, q[j] = (nt * cols + j) // m and r[j] the remainder; a column tile further adds cols = a * m + b,
+        # which carries into q exactly when r >= m - b ---
         mult = g.depth_multiplier
         q = [Signal(16, name=f"q{j}") for j in range(cols)]
         r = [Signal(16, name=f"r{j}") for j in range(cols)]
         q0 = [Signal(16, name=f"q0_{j}") for j in range(cols)]    # the first column tile's
         r0 = [Signal(16, name=f"r0_{j}") for j in range(cols)]
-        adv_a, adv_b = Signal(16), Signal(16)       # cols // m, cols % m
+        adv_a, adv_a1, adv_b, thr = Signal(16), Signal(16), Signal(16), Signal(16)  # cols // m (+ 1), cols % m, m - b
         lane_q, lane_r = Signal(16), Signal(16)     # lane j's, during the set-up
 
         # --- the pixel walker: the next row tile's pixels, one a cycle, while the current tile runs ---
-        nxt_base = [Signal(signed(34), name=f"nxt_base{i}") for i in range(rows)]
+        nxt_base = [Signal(aw, name=f"nxt_base{i}") for i in range(rows)]     # buffer address, less the tap's
         nxt_y = [Signal(signed(18), name=f"nxt_y{i}") for i in range(rows)]
         nxt_x = [Signal(signed(18), name=f"nxt_x{i}") for i in range(rows)]
         nxt_ok = Signal(rows)
@@ -132,11 +163,14 @@ class DepthwiseWindows(wiring.Component):
         bterm, yterm, xterm = Signal(32), Signal(signed(34)), Signal(signed(34))    # b*hwp, y*wp, x*P
 
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * rows * cols, depth=self._QUEUE)
-        in_flight = Signal(range(self._QUEUE + 1))  # steps issued, not yet in the queue
+        outstanding = Signal(range(self._SCHED + self._QUEUE + 1))  # steps issued, not yet taken from `o`
+        sched_credit = Signal(range(self._SCHED + 1))
+        out_credit = Signal(range(self._QUEUE + 1))
         running = Signal()
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
-                m.d.sync += [step.eq(0), lane_q.eq(0), lane_r.eq(0), adv_a.eq(0), adv_b.eq(cols)]
+                m.d.sync += [step.eq(0), lane_q.eq(0), lane_r.eq(0), adv_a.eq(0), adv_b.eq(cols),
+                             sched_credit.eq(self._SCHED), out_credit.eq(self._QUEUE)]
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
@@ -158,9 +192,11 @@ class DepthwiseWindows(wiring.Component):
                     m.next = "RUN"
             with m.State("RUN"), m.If(~running):
                 m.next = "DRAIN"
-            with m.State("DRAIN"), m.If((in_flight == 0) & ~self.o.valid):
+            with m.State("DRAIN"), m.If(outstanding == 0):
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
+        # (adv_a, adv_b are final a cycle into RUN; their first use is a column tile's end, rows cycles on at least)
+        m.d.sync += [adv_a1.eq(adv_a + 1), thr.eq(mult - adv_b)]
 
         # the walker fills the next tile's pixels while it is not full
         with m.If(walking & ~nxt_full):
@@ -186,30 +222,30 @@ class DepthwiseWindows(wiring.Component):
                 m.d.sync += [walking.eq(0), nxt_full.eq(0)]
 
         # --- the issue stage: the current tile's pixels, its column tile and tap ---
-        cur_base = [Signal(signed(34), name=f"cur_base{i}") for i in range(rows)]
+        cur_base = [Signal(aw, name=f"cur_base{i}") for i in range(rows)]
         cur_y = [Signal(signed(18), name=f"cur_y{i}") for i in range(rows)]
         cur_x = [Signal(signed(18), name=f"cur_x{i}") for i in range(rows)]
         cur_ok = Signal(rows)
         cur_bound = Signal(signed(34))
         cur_valid = Signal()
+        cur_in = Signal()                           # the tile's input rows were in the buffer a cycle ago
         nt = Signal(16)
         kh, kw = Signal(8), Signal(8)
+        kh_last, kw_last, nt_last = Signal(), Signal(), Signal()
         kh_y, kw_x = Signal(16), Signal(16)         # kh * dilation_h, kw * dilation_w
-        kh_a, kw_a = Signal(32), Signal(32)         # their padded byte offsets
+        kh_ab = Signal(aw)                          # base + kh's byte offset
+        tap = Signal(aw)                            # ... + kw's
 
-        s1_busy = Signal()                          # the read stage holds a step with reads pending
-        s1_free = Signal()                          # ... and lets it go this cycle
-        waiting = Signal()
-        m.d.comb += waiting.eq((self.avail < self.total) & (cur_bound > self.avail.as_signed()))
         issue = Signal()
-        m.d.comb += issue.eq(running & cur_valid & ~waiting & (~s1_busy | s1_free)
-                             & (queue.level + in_flight < self._QUEUE))
-        last_tap = Signal()
-        m.d.comb += last_tap.eq((kh == g.kernel_h - 1) & (kw == g.kernel_w - 1))
+        m.d.comb += issue.eq(running & cur_valid & cur_in & (sched_credit != 0))
         last_step = Signal()
-        m.d.comb += last_step.eq(last_tap & (nt == g.n_tiles - 1))
+        m.d.comb += last_step.eq(kw_last & kh_last & nt_last)
         load = Signal()
         m.d.comb += load.eq(running & nxt_full & (~cur_valid | (issue & last_step)))
+        # avail only grows during a layer, so a cycle-old comparison is safe (and only ever a cycle late)
+        all_in = self.avail >= self.total
+        avail = self.avail.as_signed()
+        m.d.sync += cur_in.eq(all_in | Mux(load, nxt_bound <= avail, cur_bound <= avail))
         with m.If(load):
             m.d.sync += [*(cur_base[i].eq(nxt_base[i]) for i in range(rows)),
                          *(cur_y[i].eq(nxt_y[i]) for i in range(rows)), *(cur_x[i].eq(nxt_x[i]) for i in range(rows)),
@@ -220,105 +256,164 @@ class DepthwiseWindows(wiring.Component):
             m.d.sync += running.eq(0)
         # the tap and column tile counters (the lanes' channels per column tile)
         with m.If(issue):
-            with m.If(kw != g.kernel_w - 1):
-                m.d.sync += [kw.eq(kw + 1), kw_x.eq(kw_x + g.dilation_w), kw_a.eq(kw_a + const["dw_p"])]
+            with m.If(~kw_last):
+                m.d.sync += [kw.eq(kw + 1), kw_last.eq(kw + 2 == g.kernel_w), kw_x.eq(kw_x + g.dilation_w),
+                             tap.eq(tap + const["dw_p"])]
             with m.Else():
-                m.d.sync += [kw.eq(0), kw_x.eq(0), kw_a.eq(0)]
-                with m.If(kh != g.kernel_h - 1):
-                    m.d.sync += [kh.eq(kh + 1), kh_y.eq(kh_y + g.dilation_h), kh_a.eq(kh_a + const["dh_wp"])]
+                m.d.sync += [kw.eq(0), kw_last.eq(g.kernel_w == 1), kw_x.eq(0)]
+                with m.If(~kh_last):
+                    m.d.sync += [kh.eq(kh + 1), kh_last.eq(kh + 2 == g.kernel_h), kh_y.eq(kh_y + g.dilation_h),
+                                 kh_ab.eq(kh_ab + const["dh_wp"]), tap.eq(kh_ab + const["dh_wp"])]
                 with m.Else():
-                    m.d.sync += [kh.eq(0), kh_y.eq(0), kh_a.eq(0)]
-                    with m.If(nt != g.n_tiles - 1):
-                        m.d.sync += nt.eq(nt + 1)
+                    m.d.sync += [kh.eq(0), kh_last.eq(g.kernel_h == 1), kh_y.eq(0), kh_ab.eq(self.base),
+                                 tap.eq(self.base)]
+                    with m.If(~nt_last):
+                        m.d.sync += [nt.eq(nt + 1), nt_last.eq(nt + 2 == g.n_tiles)]
                         for j in range(cols):
-                            carry = r[j] + adv_b >= mult
-                            m.d.sync += [q[j].eq(q[j] + adv_a + carry), r[j].eq(r[j] + adv_b - Mux(carry, mult, 0))]
+                            carry = r[j] >= thr
+                            m.d.sync += [q[j].eq(Mux(carry, q[j] + adv_a1, q[j] + adv_a)),
+                                         r[j].eq(Mux(carry, r[j] - thr, r[j] + adv_b))]
                     with m.Else():
-                        m.d.sync += [nt.eq(0), *(q[j].eq(q0[j]) for j in range(cols)),
+                        m.d.sync += [nt.eq(0), nt_last.eq(g.n_tiles == 1), *(q[j].eq(q0[j]) for j in range(cols)),
                                      *(r[j].eq(r0[j]) for j in range(cols))]
         with m.If(fsm.ongoing("SETUP")):
-            m.d.sync += [nt.eq(0), kh.eq(0), kw.eq(0), kh_y.eq(0), kw_x.eq(0), kh_a.eq(0), kw_a.eq(0), cur_valid.eq(0)]
+            m.d.sync += [nt.eq(0), kh.eq(0), kw.eq(0), kh_y.eq(0), kw_x.eq(0), kh_ab.eq(self.base),
+                         tap.eq(self.base), cur_valid.eq(0), kw_last.eq(g.kernel_w == 1),
+                         kh_last.eq(g.kernel_h == 1), nt_last.eq(g.n_tiles == 1)]
         with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
             m.d.sync += [*(q[j].eq(q0[j]) for j in range(cols)), *(r[j].eq(r0[j]) for j in range(cols))]
 
-        # each pixel's read: cols bytes from its tap's first channel (the lanes pick theirs from them)
-        s1_addr = [Signal(self.addr_width, name=f"s1_addr{i}") for i in range(rows)]
-        s1_need = [Signal(banks, name=f"s1_need{i}") for i in range(rows)]
-        s1_pad = Signal(rows)
-        s1_sel = Signal(cols * (obits + 1))         # lane j's byte in a read's two banks, less the read's offset
-        pending = Signal(rows)
-        with m.If(issue):
-            for i in range(rows):
-                y = cur_y[i] + kh_y
-                x = cur_x[i] + kw_x
-                real = cur_ok[i] & (y >= 0) & (y < g.in_h) & (x >= 0) & (x < g.in_w)
-                addr = Signal(self.addr_width, name=f"addr{i}")
-                m.d.comb += addr.eq(cur_base[i] + kh_a + kw_a + q[0] + self.base)
-                first = addr[obits:lane_bits] if gbits else Const(0, 1)
-                unaligned = addr[:obits] != 0 if obits else Const(0, 1)
-                bank = Signal(banks, name=f"bank{i}")      # the read's first bank, one-hot
-                m.d.comb += bank.eq(Const(1, banks) << first)
-                need = Mux(real, bank | Mux(unaligned, bank.rotate_left(1), 0), 0)
-                m.d.sync += [s1_addr[i].eq(addr), s1_need[i].eq(need), s1_pad[i].eq(~real)]
-            m.d.sync += [pending.eq((1 << rows) - 1),
-                         s1_sel.eq(Cat((q[j] - q[0])[:obits + 1] for j in range(cols)))]
-        with m.Elif(s1_free):
-            m.d.sync += pending.eq(0)
-        m.d.comb += s1_busy.eq(pending != 0)
-
-        # --- the read stage: every pending read whose banks no earlier winner of the cycle took ---
-        taken = Const(0, banks)
-        win = []
+        # --- A: the step's pixels and tap, copied (the tile may change next cycle) ---
+        sel_width = obits + 1                       # lane j's byte in a read, less the read's first byte's
+        a_v = reg(issue, "a_v")
+        a_base = [reg(cur_base[i], f"a_base{i}", en=issue) for i in range(rows)]
+        a_y = [reg(cur_y[i], f"a_y{i}", en=issue) for i in range(rows)]
+        a_x = [reg(cur_x[i], f"a_x{i}", en=issue) for i in range(rows)]
+        a_ok = reg(cur_ok, "a_ok", en=issue)
+        a_tq = reg((tap + q[0])[:aw], "a_tq", en=issue)
+        a_khy, a_kwx = reg(kh_y, "a_khy", en=issue), reg(kw_x, "a_kwx", en=issue)
+        a_sel = reg(Cat((q[j] - q[0])[:sel_width] for j in range(cols)), "a_sel", en=issue)
+        # --- B: each read's address and tap position ---
+        b_v, b_ok, b_sel = reg(a_v, "b_v"), reg(a_ok, "b_ok"), reg(a_sel, "b_sel")
+        b_addr = [reg((a_base[i] + a_tq)[:aw], f"b_addr{i}") for i in range(rows)]
+        b_y = [reg(a_y[i] + a_khy, f"b_y{i}") for i in range(rows)]
+        b_x = [reg(a_x[i] + a_kwx, f"b_x{i}") for i in range(rows)]
+        # --- C: real or padding; the read's banks and rows ---
+        c_v, c_sel = reg(b_v, "c_v"), reg(b_sel, "c_sel")
+        c_pad, c_unal, c_first, c_off, c_row1, c_row2, c_use = [], [], [], [], [], [], []
         for i in range(rows):
-            w = Signal(name=f"win{i}")
-            m.d.comb += w.eq(pending[i] & ((s1_need[i] & taken) == 0))
-            taken = taken | Mux(w, s1_need[i], 0)
-            win.append(w)
-        wins = Cat(win)
-        m.d.comb += s1_free.eq(s1_busy & ((pending & ~wins) == 0))
-        with m.If(s1_busy & ~s1_free & ~issue):
-            m.d.sync += pending.eq(pending & ~wins)
+            y, x = b_y[i], b_x[i]
+            real = b_ok[i] & (y >= 0) & (y < g.in_h) & (x >= 0) & (x < g.in_w)
+            off, first, row = b_addr[i][:obits], b_addr[i][obits:lane_bits], b_addr[i][lane_bits:]
+            onehot = Signal(banks, name=f"onehot{i}")
+            m.d.comb += onehot.eq(Cat(first == b for b in range(banks)))
+            c_pad.append(reg(~real, f"c_pad{i}"))
+            c_unal.append(reg(real & (off != 0), f"c_unal{i}"))
+            c_first.append(reg(first, f"c_first{i}"))
+            c_off.append(reg(off, f"c_off{i}"))
+            c_row1.append(reg(row, f"c_row1_{i}"))
+            # the second bank, past the last, is bank 0 of the next row
+            c_row2.append(reg((row + (first == banks - 1))[:self.row_bits], f"c_row2_{i}"))
+            c_use.append(reg(Mux(real, onehot | Mux(off != 0, onehot.rotate_left(1), 0), 0), f"c_use{i}"))
+        # --- D: each half-read's rank among its bank's (the pixels before it using the bank), each bank's count ---
+        d_v, d_sel = reg(c_v, "d_v"), reg(c_sel, "d_sel")
+        d_pad = [reg(c_pad[i], f"d_pad{i}") for i in range(rows)]
+        d_unal = [reg(c_unal[i], f"d_unal{i}") for i in range(rows)]
+        d_first = [reg(c_first[i], f"d_first{i}") for i in range(rows)]
+        d_off = [reg(c_off[i], f"d_off{i}") for i in range(rows)]
+        d_row1 = [reg(c_row1[i], f"d_row1_{i}") for i in range(rows)]
+        d_row2 = [reg(c_row2[i], f"d_row2_{i}") for i in range(rows)]
+        d_rank = [reg(Cat(Cat(_popcount(c_use[k][b] for k in range(i)), Const(0, rbits))[:rbits]
+                          for b in range(banks)), f"d_rank{i}") for i in range(rows)]
+        d_count = [reg(_popcount(c_use[k][b] for k in range(rows)), f"d_count{b}") for b in range(banks)]
+        # --- E: the ranks of each read's two banks; whether the step has a round after round c ---
+        entry = data.StructLayout({
+            "row1": data.ArrayLayout(self.row_bits, rows), "row2": data.ArrayLayout(self.row_bits, rows),
+            "first": data.ArrayLayout(gbits, rows), "off": data.ArrayLayout(obits, rows),
+            "rank1": data.ArrayLayout(rbits, rows), "rank2": data.ArrayLayout(rbits, rows),
+            "unal": rows, "pad": rows, "more": rows, "sel": cols * sel_width,
+        })
+        e = Signal(entry)
+        e_v = reg(d_v, "e_v")
+        m.d.sync += [*(e.row1[i].eq(d_row1[i]) for i in range(rows)), *(e.row2[i].eq(d_row2[i]) for i in range(rows)),
+                     *(e.first[i].eq(d_first[i]) for i in range(rows)), *(e.off[i].eq(d_off[i]) for i in range(rows)),
+                     *(e.rank1[i].eq(d_rank[i].word_select(d_first[i], rbits)) for i in range(rows)),
+                     *(e.rank2[i].eq(d_rank[i].word_select((d_first[i] + 1)[:gbits], rbits)) for i in range(rows)),
+                     e.unal.eq(Cat(d_unal)), e.pad.eq(Cat(d_pad)), e.sel.eq(d_sel),
+                     e.more.eq(Cat(Cat(d_count[b] > c for b in range(banks)).any() for c in range(1, rows + 1)))]
+        sq = m.submodules.sched = fifo.SyncFIFO(width=entry.size, depth=self._SCHED)
+        m.d.comb += [sq.w_en.eq(e_v), sq.w_data.eq(e)]
+
+        # --- the serve stage: one round of a step a cycle; a step enters with a place in the output queue ---
+        cur = Signal(entry)
+        s_v = Signal()
+        rnd = Signal(range(rows))
+        s_last = Signal()
+        m.d.comb += s_last.eq(~cur.more.bit_select(rnd, 1))
+        pop = Signal()
+        m.d.comb += [pop.eq(sq.r_rdy & (out_credit != 0) & (~s_v | s_last)), sq.r_en.eq(pop)]
+        with m.If(pop):
+            m.d.sync += [cur.eq(sq.r_data), s_v.eq(1), rnd.eq(0)]
+        with m.Elif(s_v & s_last):
+            m.d.sync += s_v.eq(0)
+        with m.Elif(s_v):
+            m.d.sync += rnd.eq(rnd + 1)
+        taken = Signal()
+        m.d.comb += taken.eq(self.o.valid & self.o.ready)
+        with m.If(~fsm.ongoing("IDLE")):
+            m.d.sync += [sched_credit.eq(sched_credit - issue + pop), out_credit.eq(out_credit - pop + taken),
+                         outstanding.eq(outstanding + issue - taken)]
+        # S1: which half-read each bank serves this round
+        hit1 = [s_v & (cur.rank1[i] == rnd) & ~cur.pad[i] for i in range(rows)]
+        hit2 = [s_v & (cur.rank2[i] == rnd) & cur.unal[i] for i in range(rows)]
+        s1_sel1 = [reg(Cat(hit1[i] & (cur.first[i] == b) for b in range(banks)), f"s1_sel1_{i}") for i in range(rows)]
+        s1_sel2 = [reg(Cat(hit2[i] & ((cur.first[i] + 1)[:gbits] == b) for b in range(banks)), f"s1_sel2_{i}")
+                   for i in range(rows)]
+        s1_row1 = [reg(cur.row1[i], f"s1_row1_{i}") for i in range(rows)]
+        s1_row2 = [reg(cur.row2[i], f"s1_row2_{i}") for i in range(rows)]
+        # what the data side needs of the round, from here to the data
+        side = data.StructLayout({"v": 1, "last": 1, "t1": rows, "t2": rows, "pad": rows,
+                                  "first": data.ArrayLayout(gbits, rows), "off": data.ArrayLayout(obits, rows),
+                                  "sel": cols * sel_width})
+        s1 = Signal(side)
+        m.d.sync += [s1.v.eq(s_v), s1.last.eq(s_v & s_last), s1.t1.eq(Cat(hit1)), s1.t2.eq(Cat(hit2)),
+                     s1.pad.eq(cur.pad), s1.first.eq(cur.first), s1.off.eq(cur.off), s1.sel.eq(cur.sel)]
+        # S2: each bank's row, to the buffer
         for b in range(banks):
             row = Const(0, self.row_bits)
             for i in range(rows):
-                base_row = s1_addr[i][lane_bits:]
-                first_bank = s1_addr[i][obits:lane_bits] if gbits else Const(0, 1)
-                # the read's second bank, past the last, is bank 0 of the next row
-                rrow = base_row + (first_bank != 0) if b == 0 else base_row
-                row = row | Mux(win[i] & s1_need[i][b], rrow, 0)
-            m.d.comb += self.g_rows[b].eq(row)
-        m.d.comb += self.g_en.eq(s1_busy)
+                row = row | Mux(s1_sel1[i][b], s1_row1[i], 0) | Mux(s1_sel2[i][b], s1_row2[i], 0)
+            m.d.sync += self.g_rows[b].eq(row)
+        g_en = reg(s1.v, "g_en_r")
+        m.d.comb += self.g_en.eq(g_en)
+        s2 = reg(s1, "s2")
+        x1 = reg(s2, "x1")
+        x2 = reg(x1, "x2")                          # beside the buffer's data
 
-        # --- the data, LATENCY - 1 cycles on: each read's cols bytes from its two banks, padding as the zero point ---
-        d_valid, d_last = Signal(2), Signal(2)
-        d_win = [Signal(rows, name=f"d_win{k}") for k in range(2)]
-        d_pad = [Signal(rows, name=f"d_pad{k}") for k in range(2)]
-        d_off = [[Signal(lane_bits, name=f"d_off{k}_{i}") for i in range(rows)] for k in range(2)]
-        d_sel = [Signal.like(s1_sel, name=f"d_sel{k}") for k in range(2)]
-        m.d.sync += [d_valid.eq(Cat(s1_busy, d_valid[0])), d_last.eq(Cat(s1_free, d_last[0])),
-                     d_win[0].eq(wins), d_win[1].eq(d_win[0]), d_pad[0].eq(s1_pad), d_pad[1].eq(d_pad[0]),
-                     d_sel[0].eq(s1_sel), d_sel[1].eq(d_sel[0]),
-                     *(d_off[0][i].eq(s1_addr[i][:lane_bits]) for i in range(rows)),
-                     *(d_off[1][i].eq(d_off[0][i]) for i in range(rows))]
-        words = Array(self.g_data[8 * bb * b:8 * bb * (b + 1)] for b in range(banks))
+        # --- the data: each read's two banks, then each lane's byte, padding as the zero point ---
+        # (selections by shifts, not case statements: Icarus never evaluates a case block whose inputs have not
+        # changed since time 0)
+        p1 = reg(x2, "p1")
+        pair = [reg(Cat(self.g_data.word_select(x2.first[i], 8 * bb),
+                        self.g_data.word_select((x2.first[i] + 1)[:gbits], 8 * bb)), f"pair{i}") for i in range(rows)]
+        p1_pos = [[reg((x2.off[i] + x2.sel[j * sel_width:(j + 1) * sel_width])[:sel_width], f"pos{i}_{j}")
+                   for j in range(cols)] for i in range(rows)]
+        p2 = reg(p1, "p2")
+        byte = [[reg(pair[i].word_select(p1_pos[i][j], 8), f"byte{i}_{j}")
+                 for j in range(cols)] for i in range(rows)]
+        # the lane's byte is in the read's second bank when its position is past the first's last byte
+        take = [[reg(Mux(p1_pos[i][j][obits], p1.t2[i], p1.t1[i]), f"take{i}_{j}") for j in range(cols)]
+                for i in range(rows)]
         zp = g.zero_point.as_unsigned()
         assembled = [[Signal(8, name=f"asm{i}_{j}") for j in range(cols)] for i in range(rows)]
         value = [[Signal(8, name=f"val{i}_{j}") for j in range(cols)] for i in range(rows)]
         for i in range(rows):
-            # the read's two banks (the second past the last is bank 0), then each lane's byte of them
-            first = d_off[1][i][obits:] if gbits else Const(0, 1)
-            pair = Signal(16 * bb, name=f"pair{i}")
-            m.d.comb += pair.eq(Cat(words[first], words[(first + 1)[:gbits] if gbits else first]))
-            pair_bytes = Array(pair[8 * k:8 * k + 8] for k in range(2 * bb))
             for j in range(cols):
-                sel = d_sel[1][j * (obits + 1):(j + 1) * (obits + 1)]
-                byte = pair_bytes[(d_off[1][i][:obits] + sel)[:obits + 1]] if obits else pair_bytes[sel]
-                m.d.comb += value[i][j].eq(Mux(d_win[1][i], Mux(d_pad[1][i], zp, byte), assembled[i][j]))
-        with m.If(d_valid[1] & ~d_last[1]):
+                m.d.comb += value[i][j].eq(Mux(p2.pad[i], zp, Mux(take[i][j], byte[i][j], assembled[i][j])))
+        with m.If(p2.v):
             m.d.sync += [assembled[i][j].eq(value[i][j]) for i in range(rows) for j in range(cols)]
         # the core's depthwise step: element j * rows + i is cell (i, j)'s
-        push = d_valid[1] & d_last[1]
-        m.d.comb += [queue.w_en.eq(push), queue.w_data.eq(Cat(value[i][j] for j in range(cols) for i in range(rows)))]
-        m.d.sync += in_flight.eq(in_flight + issue - push)
+        m.d.comb += [queue.w_en.eq(p2.v & p2.last),
+                     queue.w_data.eq(Cat(value[i][j] for j in range(cols) for i in range(rows)))]
         m.d.comb += [self.o.valid.eq(queue.r_rdy), self.o.payload.eq(queue.r_data), queue.r_en.eq(self.o.ready)]
         return m

@@ -40,7 +40,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
-from .products import latch_products, sequential_products
+from .products import LAG, latch_products, sequential_products
 from .transpose import Transpose
 
 __all__ = ["WindowGenerator", "geometry_layout"]
@@ -63,12 +63,12 @@ class WindowGenerator(wiring.Component):
     # earlier products.
     # (A pixel takes ``pitch`` bytes of the buffer: the "c" of these names is the pitch but in kw_c, a run's length.)
     PRODUCTS = (
-        ("wc", "in_w", "pitch"), ("sw_c", "stride_w", "pitch"), ("dw_c", "dilation_w", "pitch"),
-        ("kw_c", "kernel_w", "in_c"), ("pl_c", "pad_left", "pitch"), ("sh_wc", "stride_h", "wc"),
-        ("dh_wc", "dilation_h", "wc"), ("pt_wc", "pad_top", "wc"), ("hwc", "in_h", "wc"),
-        ("ohw", "out_h", "out_w"), ("pixels", "batch", "ohw"),
+        ("ohw", "out_h", "out_w"), ("wc", "in_w", "pitch"), ("sw_c", "stride_w", "pitch"),
+        ("dw_c", "dilation_w", "pitch"), ("kw_c", "kernel_w", "in_c"), ("pl_c", "pad_left", "pitch"),
+        ("sh_wc", "stride_h", "wc"), ("dh_wc", "dilation_h", "wc"), ("pt_wc", "pad_top", "wc"),
+        ("hwc", "in_h", "wc"), ("pixels", "batch", "ohw"),
     )
-    SETUP = len(PRODUCTS) + 1
+    SETUP = len(PRODUCTS) + LAG + 1
     # Read pipeline: the read's operands registered, then the buffer's latency; reads are issued only
     # while the queue behind it has room for every read in flight.
     _STAGES = 1 + ByteBuffer.LATENCY
