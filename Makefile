@@ -20,6 +20,8 @@ TARGET ?= ecp5
 BLOCK ?= accelerator
 # nextpnr placement seed for `make synth` (the routed Fmax moves by up to a third between seeds on 8x8)
 SEED ?= 1
+# engine parts for `make synth-parts` (comma-separated; empty: all but the core)
+PARTS ?=
 # seeds `make synth` tries, from SEED on, while the placer finds no legal placement (a design at the
 # device's limit, such as the UP5K 4x1; empty: 1, and 3 in `make synth-scaling`)
 PLACE_TRIES ?=
@@ -45,7 +47,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PER_OP ?= 30
 CONFORMANCE_PACK := build/conformance/int8-conformance-v2
 
-.PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling bench bench-models bench-golden demo \
+.PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling synth-parts bench bench-models bench-golden demo \
 	conformance conformance-rtl formal mutate clean
 
 help:
@@ -58,6 +60,7 @@ help:
 	@echo "make synth         Yosys + nextpnr: resources and routed Fmax (TARGET=ecp5|ice40 ROWS COLS ROUNDING BLOCK SEED PLACE_TRIES FLOORPLAN=1|0 ROUTER)"
 	@echo "make synth-seeds   one netlist placed and routed with SEEDS=1-5 (JOBS at a time): Fmax spread, worst paths"
 	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
+	@echo "make synth-parts   each memory-engine part alone on the ECP5 (PARTS=dwgen,in_buf; default all): LUTs, Fmax, worst path"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
 	@echo "make bench         RTL cycles, utilization and simulation speed (writes build/bench/rtl.json)"
@@ -108,6 +111,10 @@ synth: $(STAMP)
 
 synth-seeds: $(STAMP)
 	$(PY) -m int8_systolic.fpga.synth $(SYNTH_ARGS) --seeds $(SEEDS) --jobs $(JOBS)
+
+# each part of the memory engine placed and routed alone (out of context): build/synth/engine_parts.json
+synth-parts: $(STAMP)
+	$(PY) -m int8_systolic.fpga.parts --rows $(ROWS) --cols $(COLS) $(if $(PARTS),--parts $(PARTS))
 
 synth-scaling: $(STAMP)
 	$(PY) -m int8_systolic.fpga.synth --scaling --rounding $(ROUNDING)

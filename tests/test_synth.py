@@ -417,3 +417,25 @@ def test_kept_copies_are_kept_and_a_merge_is_caught(tmp_path, keep):
     else:
         assert ffs == 4  # merged
         assert kept["netlist"] < kept["registers"]   # (the merged copy's name may be gone, so no pair is named)
+
+
+def test_engine_parts_are_named_and_an_unknown_one_refused(tmp_path):
+    from int8_systolic.fpga.parts import synthesize_parts
+
+    with pytest.raises(SynthError, match=r"no engine part named nothing; the parts are .*dwgen.*in_buf"):
+        synthesize_parts(4, 4, ["nothing"], out_dir=tmp_path, log=lambda _: None)
+    assert not (tmp_path / "engine_parts.json").exists()
+
+
+@pytest.mark.slow       # a minute: the 85F's database loads for any part
+def test_an_engine_part_synthesizes_places_and_routes_alone(tmp_path):
+    from int8_systolic.fpga.parts import format_table, synthesize_parts
+
+    [result] = synthesize_parts(4, 4, ["tables"], out_dir=tmp_path, log=lambda _: None)
+    assert result["part"] == "tables"
+    assert result["luts"] > 0
+    assert result["fmax_mhz"] > 0
+    assert result["critical_path"]["delay_ns"] > 0
+    saved = json.loads((tmp_path / "engine_parts.json").read_text())
+    assert saved["parts"] == [result]
+    assert "| tables |" in format_table([result])

@@ -29,7 +29,7 @@ Addresses wrap at ``depth`` bytes (a power of two times ``lanes``). An access to
 only: ``width <= lanes - bank_bytes + 1``.
 """
 
-from amaranth import Array, Cat, Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import data, wiring
 from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
@@ -73,11 +73,10 @@ class ByteBuffer(wiring.Component):
         w, lanes, bb = self.width, self.lanes, self.bank_bytes
         shift = (lanes - 1).bit_length()
         bshift = (bb - 1).bit_length()
+        wbits = (w - 1).bit_length()              # width is 4 to 32: at least 2
 
         w_row, w_off = self.w_addr[shift:], self.w_addr[:shift]
         r_row, r_off = self.r_addr[shift:], self.r_addr[:shift]
-        w_bytes = Array(self.w_data[8 * j:8 * j + 8] for j in range(w))
-        w_strb = Array(self.w_strb[j] for j in range(w))
         banks_out = []
         for b in range(self.banks):
             m.submodules[f"bank{b}"] = bank = Memory(shape=8 * bb, depth=self.rows, init=[])
@@ -90,8 +89,9 @@ class ByteBuffer(wiring.Component):
             for lane in range(b * bb, b * bb + bb):
                 j = Signal(shift, name=f"w_j{lane}")        # the access's byte landing in this lane
                 m.d.comb += j.eq(lane - w_off)
-                datas.append(w_bytes[j])
-                ens.append(self.w_en & (j < w) & w_strb[j])
+                # (a w-way selection on j's low bits, qualified by j < w: no mux over all the lanes)
+                datas.append(self.w_data.word_select(j[:wbits], 8))
+                ens.append(self.w_en & (j < w) & self.w_strb.bit_select(j[:wbits], 1))
             m.d.comb += [wp.addr.eq(wrow), wp.data.eq(Cat(datas)), wp.en.eq(Cat(ens))]
             rrow = Signal(self.row_bits, name=f"r_row{b}")
             m.d.comb += rrow.eq(r_row + (b < (r_off >> bshift)) if b < self.banks - 1 else r_row)
@@ -109,8 +109,7 @@ class ByteBuffer(wiring.Component):
         off = Signal(shift)
         with m.If(self.r_en):
             m.d.sync += off.eq(r_off)
-        lane_bytes = Array(raw[8 * k:8 * k + 8] for k in range(lanes))
-        rotated = Cat(lane_bytes[(off + j)[:shift]] for j in range(w))
+        rotated = Cat(raw.word_select((off + j)[:shift], 8) for j in range(w))
         ready = Signal()
         m.d.sync += ready.eq(self.r_en)
         with m.If(ready):

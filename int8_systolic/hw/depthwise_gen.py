@@ -43,7 +43,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
-from .products import LAG, latch_products, sequential_products
+from .products import latch_products, sequential_products, setup_cycles
 
 __all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
 
@@ -78,10 +78,10 @@ def _popcount(bits):
 
 class DepthwiseWindows(wiring.Component):
     """See the module docstring. ``rows``, ``cols``: the array's; the input buffer's ``banks`` of ``bank_bytes`` bytes
-    (``bank_bytes >= cols``, ``banks >= rows``, both at least 2) and ``addr_width`` bits of byte address."""
+    (``bank_bytes >= cols``, ``banks >= rows``, both at least 2), ``addr_width`` bits of byte address and ``dsp``
+    the set-up multiplier's (:class:`hw.multiplier.Multiplier`)."""
 
-    # The layer's constants, one product a cycle (as hw.window_gen): (name, factor, factor), a product used
-    # LAG + 1 steps after its own at the earliest (hw.products)
+    # The layer's constants, one product a step (as hw.window_gen, scheduled by hw.products): (name, factor, factor)
     PRODUCTS = (
         ("ext_h", "kernel_h", "dilation_h"), ("ohw", "out_h", "out_w"), ("wp", "in_w", "pitch"),
         ("sw_p", "stride_w", "pitch"), ("dw_p", "dilation_w", "pitch"), ("pl_p", "pad_left", "pitch"),
@@ -94,7 +94,7 @@ class DepthwiseWindows(wiring.Component):
     # register, the serve stage's two, the buffer, the banks' pair, the lanes' bytes, then the output queue
     LATENCY = 5 + 2 + 2 + ByteBuffer.LATENCY + 2 + 1
 
-    def __init__(self, rows=8, cols=8, *, banks=8, bank_bytes=8, addr_width=16):
+    def __init__(self, rows=8, cols=8, *, banks=8, bank_bytes=8, addr_width=16, dsp="generic"):
         pow2 = lambda n: isinstance(n, int) and n >= 2 and n & (n - 1) == 0  # noqa: E731
         if not (isinstance(rows, int) and isinstance(cols, int) and 1 <= rows <= banks and 1 <= cols <= bank_bytes
                 and pow2(banks) and pow2(bank_bytes) and isinstance(addr_width, int)
@@ -104,10 +104,11 @@ class DepthwiseWindows(wiring.Component):
                              f"beyond a row of the buffer and <= 32, got rows {rows!r}, cols {cols!r}, banks "
                              f"{banks!r}, bank_bytes {bank_bytes!r}, addr_width {addr_width!r}")
         self.rows, self.cols, self.banks, self.bank_bytes, self.addr_width = rows, cols, banks, bank_bytes, addr_width
+        self.dsp = dsp
         self.lanes = banks * bank_bytes
         self.row_bits = addr_width - (self.lanes - 1).bit_length()
         # the layer's constants (pipelined), then the depth multiplier's lane offsets (a lane a cycle)
-        self.SETUP = len(self.PRODUCTS) + max(cols, LAG) + 1
+        self.SETUP = max(setup_cycles(self.PRODUCTS), cols) + 1
         super().__init__({
             "start": In(1), "geometry": In(geometry_layout()), "base": In(addr_width), "busy": Out(1),
             "avail": In(25), "total": In(25),
@@ -122,6 +123,7 @@ class DepthwiseWindows(wiring.Component):
         obits, gbits = (bb - 1).bit_length(), (banks - 1).bit_length()
         lane_bits = obits + gbits
         rbits = max((rows - 1).bit_length(), 1)     # a half-read's rank among its bank's
+        rw = self.row_bits
 
         def reg(value, name, *, en=None):
             """``value`` one cycle later (taken only when ``en``, if given)."""
@@ -135,7 +137,7 @@ class DepthwiseWindows(wiring.Component):
 
         # --- the layer's constants, one product a cycle ---
         step = Signal(range(self.SETUP + 1))
-        const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step)
+        const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step, dsp=self.dsp)
 
         # --- the depth multiplier: output channel c reads input channel c // m. Per lane j of the current column
         # tile, q[j] = (nt * cols + j) // m and r[j] the remainder; a column tile further adds cols = a * m + b,
@@ -165,12 +167,13 @@ class DepthwiseWindows(wiring.Component):
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * rows * cols, depth=self._QUEUE)
         outstanding = Signal(range(self._SCHED + self._QUEUE + 1))  # steps issued, not yet taken from `o`
         sched_credit = Signal(range(self._SCHED + 1))
+        credit_ok = Signal()                        # sched_credit != 0, registered with it
         out_credit = Signal(range(self._QUEUE + 1))
         running = Signal()
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
                 m.d.sync += [step.eq(0), lane_q.eq(0), lane_r.eq(0), adv_a.eq(0), adv_b.eq(cols),
-                             sched_credit.eq(self._SCHED), out_credit.eq(self._QUEUE)]
+                             sched_credit.eq(self._SCHED), credit_ok.eq(1), out_credit.eq(self._QUEUE)]
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
@@ -237,7 +240,7 @@ class DepthwiseWindows(wiring.Component):
         tap = Signal(aw)                            # ... + kw's
 
         issue = Signal()
-        m.d.comb += issue.eq(running & cur_valid & cur_in & (sched_credit != 0))
+        m.d.comb += issue.eq(running & cur_valid & cur_in & credit_ok)
         last_step = Signal()
         m.d.comb += last_step.eq(kw_last & kh_last & nt_last)
         load = Signal()
@@ -283,16 +286,17 @@ class DepthwiseWindows(wiring.Component):
         with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
             m.d.sync += [*(q[j].eq(q0[j]) for j in range(cols)), *(r[j].eq(r0[j]) for j in range(cols))]
 
-        # --- A: the step's pixels and tap, copied (the tile may change next cycle) ---
+        # --- A: the step's pixels and tap, copied every cycle (the tile and tap may change next cycle; a copy without
+        # an enable keeps `issue`, which every counter already waits on, off some 500 more flip-flops) ---
         sel_width = obits + 1                       # lane j's byte in a read, less the read's first byte's
         a_v = reg(issue, "a_v")
-        a_base = [reg(cur_base[i], f"a_base{i}", en=issue) for i in range(rows)]
-        a_y = [reg(cur_y[i], f"a_y{i}", en=issue) for i in range(rows)]
-        a_x = [reg(cur_x[i], f"a_x{i}", en=issue) for i in range(rows)]
-        a_ok = reg(cur_ok, "a_ok", en=issue)
-        a_tq = reg((tap + q[0])[:aw], "a_tq", en=issue)
-        a_khy, a_kwx = reg(kh_y, "a_khy", en=issue), reg(kw_x, "a_kwx", en=issue)
-        a_sel = reg(Cat((q[j] - q[0])[:sel_width] for j in range(cols)), "a_sel", en=issue)
+        a_base = [reg(cur_base[i], f"a_base{i}") for i in range(rows)]
+        a_y = [reg(cur_y[i], f"a_y{i}") for i in range(rows)]
+        a_x = [reg(cur_x[i], f"a_x{i}") for i in range(rows)]
+        a_ok = reg(cur_ok, "a_ok")
+        a_tq = reg((tap + q[0])[:aw], "a_tq")
+        a_khy, a_kwx = reg(kh_y, "a_khy"), reg(kw_x, "a_kwx")
+        a_sel = reg(Cat((q[j] - q[0])[:sel_width] for j in range(cols)), "a_sel")
         # --- B: each read's address and tap position ---
         b_v, b_ok, b_sel = reg(a_v, "b_v"), reg(a_ok, "b_ok"), reg(a_sel, "b_sel")
         b_addr = [reg((a_base[i] + a_tq)[:aw], f"b_addr{i}") for i in range(rows)]
@@ -327,25 +331,27 @@ class DepthwiseWindows(wiring.Component):
                           for b in range(banks)), f"d_rank{i}") for i in range(rows)]
         d_count = [reg(_popcount(c_use[k][b] for k in range(rows)), f"d_count{b}") for b in range(banks)]
         # --- E: the ranks of each read's two banks; whether the step has a round after round c ---
+        # (fields of several elements are flat, sliced by hand: Yosys' ABC9 pass asserts on the element wires
+        # Amaranth names "x.f[i]" for array layouts, YosysHQ/yosys#4349)
         entry = data.StructLayout({
-            "row1": data.ArrayLayout(self.row_bits, rows), "row2": data.ArrayLayout(self.row_bits, rows),
-            "first": data.ArrayLayout(gbits, rows), "off": data.ArrayLayout(obits, rows),
-            "rank1": data.ArrayLayout(rbits, rows), "rank2": data.ArrayLayout(rbits, rows),
+            "row1": rw * rows, "row2": rw * rows, "first": gbits * rows, "off": obits * rows,
+            "rank1": rbits * rows, "rank2": rbits * rows,
             "unal": rows, "pad": rows, "more": rows, "sel": cols * sel_width,
         })
-        e = Signal(entry)
+        e = Signal(entry, name="sched_entry")
         e_v = reg(d_v, "e_v")
-        m.d.sync += [*(e.row1[i].eq(d_row1[i]) for i in range(rows)), *(e.row2[i].eq(d_row2[i]) for i in range(rows)),
-                     *(e.first[i].eq(d_first[i]) for i in range(rows)), *(e.off[i].eq(d_off[i]) for i in range(rows)),
-                     *(e.rank1[i].eq(d_rank[i].word_select(d_first[i], rbits)) for i in range(rows)),
-                     *(e.rank2[i].eq(d_rank[i].word_select((d_first[i] + 1)[:gbits], rbits)) for i in range(rows)),
-                     e.unal.eq(Cat(d_unal)), e.pad.eq(Cat(d_pad)), e.sel.eq(d_sel),
+        for i in range(rows):
+            m.d.sync += [e.row1.word_select(i, rw).eq(d_row1[i]), e.row2.word_select(i, rw).eq(d_row2[i]),
+                         e.first.word_select(i, gbits).eq(d_first[i]), e.off.word_select(i, obits).eq(d_off[i]),
+                         e.rank1.word_select(i, rbits).eq(d_rank[i].word_select(d_first[i], rbits)),
+                         e.rank2.word_select(i, rbits).eq(d_rank[i].word_select((d_first[i] + 1)[:gbits], rbits))]
+        m.d.sync += [e.unal.eq(Cat(d_unal)), e.pad.eq(Cat(d_pad)), e.sel.eq(d_sel),
                      e.more.eq(Cat(Cat(d_count[b] > c for b in range(banks)).any() for c in range(1, rows + 1)))]
         sq = m.submodules.sched = fifo.SyncFIFO(width=entry.size, depth=self._SCHED)
         m.d.comb += [sq.w_en.eq(e_v), sq.w_data.eq(e)]
 
         # --- the serve stage: one round of a step a cycle; a step enters with a place in the output queue ---
-        cur = Signal(entry)
+        cur = Signal(entry, name="serving")
         s_v = Signal()
         rnd = Signal(range(rows))
         s_last = Signal()
@@ -361,44 +367,49 @@ class DepthwiseWindows(wiring.Component):
         taken = Signal()
         m.d.comb += taken.eq(self.o.valid & self.o.ready)
         with m.If(~fsm.ongoing("IDLE")):
-            m.d.sync += [sched_credit.eq(sched_credit - issue + pop), out_credit.eq(out_credit - pop + taken),
-                         outstanding.eq(outstanding + issue - taken)]
+            next_credit = sched_credit - issue + pop
+            m.d.sync += [sched_credit.eq(next_credit), credit_ok.eq(next_credit != 0),
+                         out_credit.eq(out_credit - pop + taken), outstanding.eq(outstanding + issue - taken)]
         # S1: which half-read each bank serves this round
-        hit1 = [s_v & (cur.rank1[i] == rnd) & ~cur.pad[i] for i in range(rows)]
-        hit2 = [s_v & (cur.rank2[i] == rnd) & cur.unal[i] for i in range(rows)]
-        s1_sel1 = [reg(Cat(hit1[i] & (cur.first[i] == b) for b in range(banks)), f"s1_sel1_{i}") for i in range(rows)]
-        s1_sel2 = [reg(Cat(hit2[i] & ((cur.first[i] + 1)[:gbits] == b) for b in range(banks)), f"s1_sel2_{i}")
+        hit1 = [s_v & (cur.rank1.word_select(i, rbits) == rnd) & ~cur.pad[i] for i in range(rows)]
+        hit2 = [s_v & (cur.rank2.word_select(i, rbits) == rnd) & cur.unal[i] for i in range(rows)]
+        first = [cur.first.word_select(i, gbits) for i in range(rows)]
+        s1_sel1 = [reg(Cat(hit1[i] & (first[i] == b) for b in range(banks)), f"s1_sel1_{i}") for i in range(rows)]
+        s1_sel2 = [reg(Cat(hit2[i] & ((first[i] + 1)[:gbits] == b) for b in range(banks)), f"s1_sel2_{i}")
                    for i in range(rows)]
-        s1_row1 = [reg(cur.row1[i], f"s1_row1_{i}") for i in range(rows)]
-        s1_row2 = [reg(cur.row2[i], f"s1_row2_{i}") for i in range(rows)]
+        s1_row1 = [reg(cur.row1.word_select(i, rw), f"s1_row1_{i}") for i in range(rows)]
+        s1_row2 = [reg(cur.row2.word_select(i, rw), f"s1_row2_{i}") for i in range(rows)]
         # what the data side needs of the round, from here to the data
-        side = data.StructLayout({"v": 1, "last": 1, "t1": rows, "t2": rows, "pad": rows,
-                                  "first": data.ArrayLayout(gbits, rows), "off": data.ArrayLayout(obits, rows),
-                                  "sel": cols * sel_width})
-        s1 = Signal(side)
+        side = data.StructLayout({"v": 1, "last": 1, "t1": rows, "t2": rows, "pad": rows, "first": gbits * rows,
+                                  "off": obits * rows, "sel": cols * sel_width})
+        s1 = Signal(side, name="side_s1")
         m.d.sync += [s1.v.eq(s_v), s1.last.eq(s_v & s_last), s1.t1.eq(Cat(hit1)), s1.t2.eq(Cat(hit2)),
                      s1.pad.eq(cur.pad), s1.first.eq(cur.first), s1.off.eq(cur.off), s1.sel.eq(cur.sel)]
-        # S2: each bank's row, to the buffer
+        # S2: each bank's row, to the buffer (registered flat: the port's element wires, "g_rows[b]", on flip-flops
+        # trip Yosys' ABC9 pass, YosysHQ/yosys#4349)
+        g_rows = Signal(rw * banks)
         for b in range(banks):
-            row = Const(0, self.row_bits)
+            row = Const(0, rw)
             for i in range(rows):
                 row = row | Mux(s1_sel1[i][b], s1_row1[i], 0) | Mux(s1_sel2[i][b], s1_row2[i], 0)
-            m.d.sync += self.g_rows[b].eq(row)
+            m.d.sync += g_rows.word_select(b, rw).eq(row)
+        m.d.comb += self.g_rows.eq(g_rows)
         g_en = reg(s1.v, "g_en_r")
         m.d.comb += self.g_en.eq(g_en)
-        s2 = reg(s1, "s2")
-        x1 = reg(s2, "x1")
-        x2 = reg(x1, "x2")                          # beside the buffer's data
+        s2 = reg(s1, "side_s2")
+        x1 = reg(s2, "side_x1")
+        x2 = reg(x1, "side_x2")                          # beside the buffer's data
 
         # --- the data: each read's two banks, then each lane's byte, padding as the zero point ---
         # (selections by shifts, not case statements: Icarus never evaluates a case block whose inputs have not
         # changed since time 0)
-        p1 = reg(x2, "p1")
-        pair = [reg(Cat(self.g_data.word_select(x2.first[i], 8 * bb),
-                        self.g_data.word_select((x2.first[i] + 1)[:gbits], 8 * bb)), f"pair{i}") for i in range(rows)]
-        p1_pos = [[reg((x2.off[i] + x2.sel[j * sel_width:(j + 1) * sel_width])[:sel_width], f"pos{i}_{j}")
+        p1 = reg(x2, "side_p1")
+        x2_first = [x2.first.word_select(i, gbits) for i in range(rows)]
+        pair = [reg(Cat(self.g_data.word_select(x2_first[i], 8 * bb),
+                        self.g_data.word_select((x2_first[i] + 1)[:gbits], 8 * bb)), f"pair{i}") for i in range(rows)]
+        p1_pos = [[reg((x2.off.word_select(i, obits) + x2.sel.word_select(j, sel_width))[:sel_width], f"pos{i}_{j}")
                    for j in range(cols)] for i in range(rows)]
-        p2 = reg(p1, "p2")
+        p2 = reg(p1, "side_p2")
         byte = [[reg(pair[i].word_select(p1_pos[i][j], 8), f"byte{i}_{j}")
                  for j in range(cols)] for i in range(rows)]
         # the lane's byte is in the read's second bank when its position is past the first's last byte

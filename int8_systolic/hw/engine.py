@@ -95,6 +95,7 @@ class Engine(wiring.Component):
         self.in_depth, self.w_depth, self.out_depth = in_depth, w_depth, out_depth
         self.max_col_tiles, self.max_burst, self.max_outstanding = max_col_tiles, max_burst, max_outstanding
         self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp)
+        self.dsp = dsp
         # the buffers' widths: a read of the window generator or a weight word, and a bus beat. The generator
         # reads 16 bytes: a run of up to 16 bytes (3x3 over 3 channels: 9) is one block of `rows` reads, so
         # few-channel layers still feed a step a cycle (same block RAMs as 8 banks twice as deep)
@@ -136,7 +137,8 @@ class Engine(wiring.Component):
         m.submodules.fetch = fetch = CommandFetch(self.data_width)
         m.submodules.check = check = LayerCheck(rows, cols, data_width=self.data_width, in_depth=self.in_depth,
                                                 w_depth=self.w_depth, out_depth=self.out_depth,
-                                                max_col_tiles=self.max_col_tiles, bank_bytes=self.bank_bytes)
+                                                max_col_tiles=self.max_col_tiles, bank_bytes=self.bank_bytes,
+                                                dsp=self.dsp)
         m.submodules.tables = tables = TableLoader(cols, self.max_col_tiles, self.data_width)
         in_bits, w_bits = (self.in_depth - 1).bit_length(), (self.w_depth - 1).bit_length()
         m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=self.banks * self.bank_bytes,
@@ -147,9 +149,9 @@ class Engine(wiring.Component):
         # input when it reads that output (the beats come from the packer, not from memory)
         m.submodules.capture = capture = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
         m.submodules.w_loader = w_loader = Loader(self.data_width, buffer_width=self.w_width, addr_width=w_bits)
-        m.submodules.gen = gen = WindowGenerator(rows, self.in_width, addr_width=in_bits)
+        m.submodules.gen = gen = WindowGenerator(rows, self.in_width, addr_width=in_bits, dsp=self.dsp)
         m.submodules.dwgen = dwgen = DepthwiseWindows(rows, cols, banks=self.banks, bank_bytes=self.bank_bytes,
-                                                      addr_width=in_bits)
+                                                      addr_width=in_bits, dsp=self.dsp)
         m.submodules.streamer = streamer = WeightStreamer(cols, buffer_width=self.w_width, addr_width=w_bits)
         m.submodules.packer = packer = ResultPacker(rows, cols, data_width=self.data_width, depth=self.out_depth)
 

@@ -2,7 +2,8 @@
 
 On ``start`` the check takes the decoded command (``command``, :func:`hw.commands.layout`; its fields
 already at their minimums, :class:`hw.command_fetch.CommandFetch`), the two windows and computes, one
-product or one quotient bit a cycle (one multiplier, :attr:`LayerCheck.CYCLES` cycles in all):
+product a step (one pipelined multiplier, :mod:`hw.products`) or one quotient bit a cycle, then checks in
+registered stages (:attr:`LayerCheck.CYCLES` cycles in all; ``dsp`` is the multiplier's kind):
 
 - ``k`` = kernel_h * kernel_w * in_c (kernel_h * kernel_w for DEPTHWISE_CONV_2D), ``n_tiles`` =
   ceil(out_c / cols), ``pixels`` = batch * out_h * out_w, ``m_tiles`` = ceil(pixels / rows);
@@ -35,6 +36,7 @@ from amaranth.lib.wiring import In, Out
 
 from . import commands
 from .depthwise_gen import input_pitch
+from .products import latch_products, sequential_products, setup_cycles
 from .table_loader import ENTRY_BYTES
 
 __all__ = ["ERRORS", "LayerCheck"]
@@ -45,24 +47,29 @@ _MAX = (1 << 32) - 1
 
 
 class LayerCheck(wiring.Component):
-    # (result, factor, factor): factors are command fields, earlier results, "<field>-1" or the constant "cols"
+    # (result, factor, factor): factors are command fields, earlier results, "<field>-1", the constant "cols",
+    # "in_c_or_1" (1 for DEPTHWISE_CONV_2D, whose K is the taps alone) and "n_tiles"; in the order hw.products
+    # schedules them (a result LAG + 1 steps before its first use, where it can)
     PRODUCTS = (
-        ("hw", "in_h", "in_w"), ("hwc", "hw", "in_c"), ("in_bytes", "hwc", "batch"),
-        ("khw", "kernel_h", "kernel_w"), ("k", "khw", "in_c"), ("ohw", "out_h", "out_w"),
-        ("pixels", "ohw", "batch"), ("out_bytes", "pixels", "out_c"),
+        ("hw", "in_h", "in_w"), ("khw", "kernel_h", "kernel_w"), ("ohw", "out_h", "out_w"),
         ("span_h", "out_h-1", "stride_h"), ("span_w", "out_w-1", "stride_w"),
         ("ext_h", "kernel_h-1", "dilation_h"), ("ext_w", "kernel_w-1", "dilation_w"),
-        ("kc", "k", "cols"), ("khwc", "khw", "cols"), ("cm", "in_c", "depth_multiplier"),
-        ("hwp", "hw", "pitch"), ("in_buf", "hwp", "batch"), ("out_buf", "pixels", "out_pitch"),
+        ("cm", "in_c", "depth_multiplier"), ("hwc", "hw", "in_c"), ("k", "khw", "in_c_or_1"),
+        ("pixels", "ohw", "batch"), ("hwp", "hw", "pitch"), ("in_bytes", "hwc", "batch"), ("kc", "k", "cols"),
+        ("out_bytes", "pixels", "out_c"), ("in_buf", "hwp", "batch"), ("out_buf", "pixels", "out_pitch"),
+        ("w_bytes", "kc", "n_tiles"),
     )
-    # then ceil(out_c / cols) (17 quotient bits) and ceil(pixels / rows) (32), a bit a cycle, then the check:
-    # ``done`` pulses CYCLES + 1 cycles after the cycle of ``start``
-    CYCLES = len(PRODUCTS) + 17 + 32 + 3
+    SETUP = setup_cycles(PRODUCTS)
+    # ceil(out_c / cols) (17 quotient bits, a bit a cycle) and n_tiles latched, then the products, then
+    # ceil(pixels / rows) (32 bits), then the lengths, the ends, the flags and the check a cycle each: ``done``
+    # pulses CYCLES + 1 cycles after the cycle of ``start``
+    CYCLES = 17 + 1 + SETUP + 32 + 4
 
     def __init__(self, rows, cols, *, data_width=64, in_depth=4096, w_depth=4096, out_depth=4096, max_col_tiles=64,
-                 bank_bytes=8):
+                 bank_bytes=8, dsp="generic"):
         self.rows, self.cols, self.data_width, self.bank_bytes = rows, cols, data_width, bank_bytes
         self.in_depth, self.w_depth, self.out_depth, self.max_col_tiles = in_depth, w_depth, out_depth, max_col_tiles
+        self.dsp = dsp
         super().__init__({
             "start": In(1), "command": In(commands.layout()),
             "ro_base": In(32), "ro_limit": In(33), "rw_base": In(32), "rw_limit": In(33),
@@ -76,24 +83,19 @@ class LayerCheck(wiring.Component):
         m = Module()
         c = self.command
         nbytes = self.data_width // 8
-        val = {name: Signal(32, name=name) for name, _, _ in self.PRODUCTS}
+        is_dw = c.op == commands.OPS["DEPTHWISE_CONV_2D"]
+        n_tiles = Signal(32)
         pitch, out_pitch = Signal(17), Signal(17)
         m.d.comb += [pitch.eq(input_pitch(c.in_c, self.bank_bytes, nbytes)),
                      out_pitch.eq(input_pitch(c.out_c, self.bank_bytes, nbytes))]
         operands = {**{f.name: c[f.name] for f in commands.FIELDS if f.name != "op"}, "cols": self.cols,
-                    "pitch": pitch, "out_pitch": out_pitch}
+                    "pitch": pitch, "out_pitch": out_pitch, "in_c_or_1": Mux(is_dw, 1, c.in_c),
+                    "n_tiles": n_tiles[:17]}
         for f in ("out_h", "out_w", "kernel_h", "kernel_w"):
             operands[f"{f}-1"] = c[f] - 1
 
-        step = Signal(range(len(self.PRODUCTS) + 2))
-        fa, fb = Signal(32), Signal(17)
-        with m.Switch(step):
-            for s, (_, a, b) in enumerate(self.PRODUCTS):
-                with m.Case(s):
-                    m.d.comb += [fa.eq(val[a] if a in val else operands[a]), fb.eq(operands[b])]
-        full = Signal(49)
-        product = Signal(32)
-        m.d.comb += [full.eq(fa * fb), product.eq(Mux(full[32:].any(), _MAX, full[:32]))]
+        step = Signal(range(self.SETUP + 1))
+        val, product = sequential_products(m, self.PRODUCTS, operands.__getitem__, step, dsp=self.dsp, saturate=True)
 
         # ceil(x / d) by restoring division, most significant quotient bit first
         div_x, rem, quo = Signal(32), Signal(33), Signal(32)
@@ -112,77 +114,76 @@ class LayerCheck(wiring.Component):
         division_step = [rem.eq(Mux(trial[33], Cat(div_x[31], rem)[:33], trial[:33])),
                          quo.eq(Cat(~trial[33], quo[:31])), div_x.eq(div_x << 1), bit.eq(bit - 1)]
 
-        n_tiles = Signal(32)
-        m.d.sync += self.done.eq(0)
-        with m.FSM() as fsm:
-            with m.State("IDLE"), m.If(self.start):
-                m.d.sync += step.eq(0)
-                m.next = "PRODUCTS"
-            with m.State("PRODUCTS"):
-                m.d.sync += step.eq(step + 1)
-                for s, (name, _, _) in enumerate(self.PRODUCTS):
-                    with m.If(step == s):
-                        m.d.sync += val[name].eq(product)
-                with m.If(step == len(self.PRODUCTS) - 1):
-                    m.d.sync += start_division(c.out_c, self.cols, 17)
-                    m.next = "N_TILES"
-            with m.State("N_TILES"):
-                m.d.sync += division_step
-                with m.If(bit == 1):
-                    m.next = "N_DONE"
-            with m.State("N_DONE"):
-                m.d.sync += [n_tiles.eq(quo), *start_division(val["pixels"], self.rows, 32)]
-                m.next = "M_TILES"
-            with m.State("M_TILES"):
-                m.d.sync += division_step
-                with m.If(bit == 1):
-                    m.next = "WEIGHTS"
-            with m.State("WEIGHTS"):
-                m.d.sync += self.m_tiles.eq(quo)
-                m.next = "CHECK"
-            with m.State("CHECK"):
-                m.next = "IDLE"
-        m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
-
-        is_dw = c.op == commands.OPS["DEPTHWISE_CONV_2D"]
-        k = Signal(32)
-        m.d.comb += k.eq(Mux(is_dw, val["khw"], val["k"]))
-        # weights = n_tiles * k * cols, saturating
-        w_full = Signal(48)
-        m.d.comb += w_full.eq(Mux(is_dw, val["khwc"], val["kc"]) * n_tiles[:16])
-        w_bytes = Signal(32)
-        m.d.comb += w_bytes.eq(Mux(w_full[32:].any() | n_tiles[16:].any(), _MAX, w_full[:32]))
+        # the staged check's registers
+        in_len, w_len, t_len = Signal(32), Signal(32), Signal(32)
+        in_pad_h, in_pad_w = Signal(17), Signal(17)
+        ends = {name: Signal(34, name=f"end_{name}") for name in ("input", "output", "weights", "table")}
+        shape, too_big, misaligned, window = Signal(), Signal(), Signal(), Signal()
 
         def beats(v):
             up = Signal(33)
             m.d.comb += up.eq(v + nbytes - 1)
             return Mux(up[32], _MAX, up[:32] & ~(nbytes - 1))
 
-        in_len, w_len = Signal(32), Signal(32)
-        t_len = Signal(32)
-        m.d.comb += [in_len.eq(beats(val["in_bytes"])), w_len.eq(beats(w_bytes)), t_len.eq(c.out_c * ENTRY_BYTES)]
-
-        def inside(addr, length, base, limit):
-            return (addr >= base) & (addr + length <= limit)
-
         is_fc = c.op == commands.OPS["FULLY_CONNECTED"]
         ones = (c.in_h == 1) & (c.in_w == 1) & (c.out_h == 1) & (c.out_w == 1) & (c.kernel_h == 1) & (c.kernel_w == 1)
-        shape = (is_fc & ~ones) | (val["span_h"] >= c.in_h + c.pad_top) | (val["span_w"] >= c.in_w + c.pad_left) | \
-            (c.pad_top > val["ext_h"]) | (c.pad_left > val["ext_w"]) | (c.act_min > c.act_max) | \
-            Mux(is_dw, val["cm"] != c.out_c, c.depth_multiplier != 1)
-        unsupported = c.bypass
-        too_big = (in_len > self.in_depth) | (w_len > self.w_depth) | (val["out_bytes"] > self.out_depth) | \
-            (n_tiles > self.max_col_tiles) | (k >= 1 << 24) | (val["in_buf"] > self.in_depth)
-        misaligned = ((c.input_addr | c.weights_addr | c.table_addr | c.output_addr) & (nbytes - 1)) != 0
-        window = ~inside(c.input_addr, in_len, self.rw_base, self.rw_limit) | \
-            ~inside(c.output_addr, val["out_bytes"], self.rw_base, self.rw_limit) | \
-            ~inside(c.weights_addr, w_len, self.ro_base, self.ro_limit) | \
-            ~inside(c.table_addr, t_len, self.ro_base, self.ro_limit)
-        with m.If(fsm.ongoing("CHECK")):
-            failed = Cat(shape, unsupported, too_big, misaligned, window)
-            m.d.sync += [self.done.eq(1), self.error.eq(failed & -failed),
-                         self.in_len.eq(in_len), self.w_len.eq(w_len), self.t_len.eq(t_len),
-                         self.out_len.eq(val["out_bytes"]), self.k.eq(k), self.n_tiles.eq(n_tiles),
-                         self.pixels.eq(val["pixels"]), self.in_buf.eq(val["in_buf"]),
-                         self.out_buf.eq(val["out_buf"])]
+        # (input and output in the read-write window, weights and table in the read-only one)
+        spans = (("input", c.input_addr, self.rw_base, self.rw_limit), ("output", c.output_addr, self.rw_base,
+                 self.rw_limit), ("weights", c.weights_addr, self.ro_base, self.ro_limit),
+                 ("table", c.table_addr, self.ro_base, self.ro_limit))
+
+        m.d.sync += self.done.eq(0)
+        with m.FSM() as fsm:
+            with m.State("IDLE"), m.If(self.start):
+                m.d.sync += start_division(c.out_c, self.cols, 17)
+                m.next = "N_TILES"
+            with m.State("N_TILES"):
+                m.d.sync += division_step
+                with m.If(bit == 1):
+                    m.next = "N_DONE"
+            with m.State("N_DONE"):
+                m.d.sync += [n_tiles.eq(quo), step.eq(0)]
+                m.next = "PRODUCTS"
+            with m.State("PRODUCTS"):
+                m.d.sync += step.eq(step + 1)
+                latch_products(m, self.PRODUCTS, val, product, step)
+                with m.If(step == self.SETUP - 1):
+                    m.d.sync += start_division(val["pixels"], self.rows, 32)
+                    m.next = "M_TILES"
+            with m.State("M_TILES"):
+                m.d.sync += division_step
+                with m.If(bit == 1):
+                    m.next = "WEIGHTS"
+            with m.State("WEIGHTS"):
+                m.d.sync += [self.m_tiles.eq(quo), in_len.eq(beats(val["in_bytes"])), w_len.eq(beats(val["w_bytes"])),
+                             t_len.eq(c.out_c * ENTRY_BYTES), in_pad_h.eq(c.in_h + c.pad_top),
+                             in_pad_w.eq(c.in_w + c.pad_left)]
+                m.next = "ENDS"
+            with m.State("ENDS"):
+                m.d.sync += [ends["input"].eq(c.input_addr + in_len),
+                             ends["output"].eq(c.output_addr + val["out_bytes"]),
+                             ends["weights"].eq(c.weights_addr + w_len), ends["table"].eq(c.table_addr + t_len),
+                             shape.eq((is_fc & ~ones) | (val["span_h"] >= in_pad_h) | (val["span_w"] >= in_pad_w) |
+                                      (c.pad_top > val["ext_h"]) | (c.pad_left > val["ext_w"]) |
+                                      (c.act_min > c.act_max) | Mux(is_dw, val["cm"] != c.out_c,
+                                                                    c.depth_multiplier != 1)),
+                             too_big.eq((in_len > self.in_depth) | (w_len > self.w_depth) |
+                                        (val["out_bytes"] > self.out_depth) | (n_tiles > self.max_col_tiles) |
+                                        (val["k"] >= 1 << 24) | (val["in_buf"] > self.in_depth)),
+                             misaligned.eq(((c.input_addr | c.weights_addr | c.table_addr | c.output_addr)
+                                            & (nbytes - 1)) != 0)]
+                m.next = "FLAGS"
+            with m.State("FLAGS"):
+                m.d.sync += window.eq(Cat(~((addr >= base) & (ends[name] <= limit))
+                                          for name, addr, base, limit in spans).any())
+                m.next = "CHECK"
+            with m.State("CHECK"):
+                failed = Cat(shape, c.bypass, too_big, misaligned, window)
+                m.d.sync += [self.done.eq(1), self.error.eq(failed & -failed),
+                             self.in_len.eq(in_len), self.w_len.eq(w_len), self.t_len.eq(t_len),
+                             self.out_len.eq(val["out_bytes"]), self.k.eq(val["k"]), self.n_tiles.eq(n_tiles),
+                             self.pixels.eq(val["pixels"]), self.in_buf.eq(val["in_buf"]),
+                             self.out_buf.eq(val["out_buf"])]
+                m.next = "IDLE"
+        m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
         return m

@@ -1,48 +1,77 @@
-"""A layer's constants computed with one multiplier used in turn, a product a cycle (the window generators' set-up).
+"""A layer's constants computed with one multiplier used in turn, a product a step (the engine's set-ups).
 
-:func:`sequential_products` builds the multiplier and its operand selection; :func:`latch_products`, used
-in the caller's set-up state, registers each product into ``const[name]``. A product's factors are
-geometry fields (``operand(name)``) or earlier products. The multiplier is pipelined (its operands
-registered, then its product: :data:`LAG` cycles), so product ``s`` is latched in the cycle ``step`` is
-``s + LAG`` and a product may use another only :data:`LAG` + 1 steps later: :func:`check_order` refuses a
-list that does not. A set-up therefore takes ``len(products) + LAG`` cycles.
+A product's factors are operands (``operand(name)``: geometry or command fields) or earlier products.
+The multiplier is pipelined for the clock: its operands registered, then two
+:class:`hw.multiplier.Multiplier` (the first factor's two 16-bit halves times the second factor, the
+DSP blocks' own registers), then their sum: :data:`LAG` cycles from a step to its product. So a
+product that uses another is issued :data:`LAG` + 1 steps after it at the earliest:
+:func:`schedule` gives each product its step (in list order, leaving gaps where a product waits
+for its factor), and :func:`setup_cycles` the cycles a set-up takes.
+
+:func:`sequential_products` builds the multiplier and its operand selection; :func:`latch_products`,
+used in the caller's set-up state (``step`` counting from 0), registers each product into
+``const[name]`` in the cycle ``step`` is its step plus LAG.
 """
 
-from amaranth import Signal
+from amaranth import Cat, Const, Mux, Signal
 
-__all__ = ["LAG", "check_order", "latch_products", "sequential_products"]
+from .multiplier import Multiplier
 
-LAG = 2
+__all__ = ["LAG", "latch_products", "schedule", "sequential_products", "setup_cycles"]
 
-
-def check_order(products):
-    """Raise ValueError unless every product's factors that are products come ``LAG + 1`` steps before it."""
-    index = {name: s for s, (name, _, _) in enumerate(products)}
-    for s, (name, a, b) in enumerate(products):
-        for f in (a, b):
-            if f in index and s - index[f] <= LAG:
-                raise ValueError(f"product {name!r} (step {s}) uses {f!r} (step {index[f]}): the multiplier's "
-                                 f"latency needs {LAG + 1} steps between them")
+# operands registered, the multiplier, the halves summed
+LAG = 1 + Multiplier.latency_of(1) + 1
+_HALF = 16
 
 
-def sequential_products(m, products, operand, step, *, width=32, factor_width=17):
+def schedule(products):
+    """``{name: step}``: each product at the first step after the previous one's that is LAG + 1 steps after its
+    factors' steps (the list is in dependency order)."""
+    steps, t = {}, 0
+    for name, a, b in products:
+        ready = max([steps[f] + LAG + 1 for f in (a, b) if f in steps], default=0)
+        t = max(t, ready)
+        steps[name] = t
+        t += 1
+    return steps
+
+
+def setup_cycles(products):
+    """Set-up cycles until every product is latched (the last's step, then LAG)."""
+    return max(schedule(products).values()) + LAG + 1
+
+
+def sequential_products(m, products, operand, step, *, dsp="generic", width=32, factor_width=17, saturate=False):
     """``products``: ``((name, factor, factor), ...)``; returns ``(const, product)``: a register per name, and the
-    product of step ``step - LAG``'s factors (``width`` bits, the second factor ``factor_width`` bits)."""
-    check_order(products)
+    product of step ``step - LAG``'s factors (``width`` bits; with ``saturate``, ``2**width - 1`` when it does not
+    fit, else its low bits). The first factor is up to 32 bits, the second ``factor_width`` (at most 17)."""
+    if width > 2 * _HALF or factor_width > 17:
+        raise ValueError(f"products are at most 32 x 17 bits, got width {width}, factor_width {factor_width}")
+    steps = schedule(products)
     const = {name: Signal(width, name=name) for name, _, _ in products}
-    fa, fb = Signal(width), Signal(factor_width)
+    fa, fb = Signal(2 * _HALF), Signal(factor_width)
     with m.Switch(step):
-        for s, (_, a, b) in enumerate(products):
-            with m.Case(s):
+        for name, a, b in products:
+            with m.Case(steps[name]):
                 m.d.sync += [fa.eq(const[a] if a in const else operand(a)),
                              fb.eq(const[b] if b in const else operand(b))]
+    halves = []
+    for k in range(2):
+        mul = m.submodules[f"product_{'lh'[k]}"] = Multiplier(_HALF + 1, 18, dsp=dsp)
+        m.d.comb += [mul.a.eq(fa[k * _HALF:(k + 1) * _HALF]), mul.b.eq(fb), mul.en.eq(1)]
+        halves.append(mul.p)
+    full = Signal(2 * _HALF + factor_width)
+    m.d.sync += full.eq(halves[0].as_unsigned() + Cat(Const(0, _HALF), halves[1].as_unsigned()))
     product = Signal(width)
-    m.d.sync += product.eq(fa * fb)
+    if saturate:
+        m.d.comb += product.eq(Mux(full[width:].any(), (1 << width) - 1, full[:width]))
+    else:
+        m.d.comb += product.eq(full[:width])
     return const, product
 
 
 def latch_products(m, products, const, product, step):
-    """In the current (set-up) context: ``const[name] <= product`` when ``step`` is that product's index plus LAG."""
-    for s, (name, _, _) in enumerate(products):
+    """In the current (set-up) context: ``const[name] <= product`` when ``step`` is that product's step plus LAG."""
+    for name, s in schedule(products).items():
         with m.If(step == s + LAG):
             m.d.sync += const[name].eq(product)

@@ -40,7 +40,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
-from .products import LAG, latch_products, sequential_products
+from .products import latch_products, sequential_products, setup_cycles
 from .transpose import Transpose
 
 __all__ = ["WindowGenerator", "geometry_layout"]
@@ -57,7 +57,8 @@ def geometry_layout():
 
 class WindowGenerator(wiring.Component):
     """See the module docstring. ``rows``: the array's rows (pixels a tile); ``width``: bytes a read (4, 8, 16
-    or 32), the buffer's width; ``addr_width``: bits of the buffer's byte address."""
+    or 32), the buffer's width; ``addr_width``: bits of the buffer's byte address; ``dsp``: the set-up
+    multiplier's (:class:`hw.multiplier.Multiplier`)."""
 
     # The layer's constants, one product a cycle: (name, factor, factor), factors being geometry fields or
     # earlier products.
@@ -68,7 +69,7 @@ class WindowGenerator(wiring.Component):
         ("sh_wc", "stride_h", "wc"), ("dh_wc", "dilation_h", "wc"), ("pt_wc", "pad_top", "wc"),
         ("hwc", "in_h", "wc"), ("pixels", "batch", "ohw"),
     )
-    SETUP = len(PRODUCTS) + LAG + 1
+    SETUP = setup_cycles(PRODUCTS) + 1
     # Read pipeline: the read's operands registered, then the buffer's latency; reads are issued only
     # while the queue behind it has room for every read in flight.
     _STAGES = 1 + ByteBuffer.LATENCY
@@ -77,13 +78,13 @@ class WindowGenerator(wiring.Component):
     # transpose.
     LATENCY = _STAGES + 2
 
-    def __init__(self, rows=8, width=8, addr_width=16):
+    def __init__(self, rows=8, width=8, addr_width=16, *, dsp="generic"):
         if not (isinstance(rows, int) and rows >= 1 and width in (4, 8, 16, 32)
                 and isinstance(addr_width, int) and (width - 1).bit_length() < addr_width <= 32):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"rows must be an integer >= 1, width 4, 8, 16 or 32 bytes and addr_width enough for "
                              f"one read and <= 32, got {rows!r}, {width!r}, {addr_width!r}")
-        self.rows, self.width, self.addr_width = rows, width, addr_width
+        self.rows, self.width, self.addr_width, self.dsp = rows, width, addr_width, dsp
         super().__init__({
             "start": In(1), "geometry": In(geometry_layout()), "base": In(addr_width), "busy": Out(1),
             "avail": In(25), "total": In(25),
@@ -100,7 +101,7 @@ class WindowGenerator(wiring.Component):
 
         # --- the layer's constants, one product a cycle ---
         step = Signal(range(self.SETUP + 1))
-        const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step)
+        const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step, dsp=self.dsp)
         run_len = Signal(32)      # bytes of a run: kernel_w pixels' channels if they are contiguous, else one's
         contiguous = Signal()
         m.d.comb += [contiguous.eq((g.dilation_w == 1) & (g.pitch == g.in_c)),
