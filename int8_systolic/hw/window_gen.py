@@ -18,7 +18,8 @@ compares them read for read). A tap is padding when its input row is outside [0,
 column outside [0, in_w); within a run the columns grow with the byte, so the real bytes of a
 run are one interval, found with two clamps per read rather than a division per byte.
 
-Rate: one read a cycle, so a layer whose runs are multiples of ``width`` bytes feeds the array a
+Rate: one read a cycle (generated through registered stages into a read queue, issued once its bytes are
+loaded), so a layer whose runs are multiples of ``width`` bytes feeds the array a
 step a cycle (with ``rows == width``); a shorter chunk costs ``rows`` read cycles for fewer steps
 (:func:`host.windows.feed_efficiency`). Before its first read the generator spends
 :attr:`WindowGenerator.SETUP` cycles on the layer's constants (products of the geometry, one
@@ -70,13 +71,15 @@ class WindowGenerator(wiring.Component):
         ("hwc", "in_h", "wc"), ("pixels", "batch", "ohw"),
     )
     SETUP = setup_cycles(PRODUCTS) + 1
-    # Read pipeline: the read's operands registered, then the buffer's latency; reads are issued only
-    # while the queue behind it has room for every read in flight.
+    # Read pipeline: a read generated, then five registered stages to the read queue (``_GEN`` cycles from the
+    # counters to the queue's head); issued, it is registered to the buffer, then the buffer's latency; reads
+    # are issued only while the step queue behind has room for every read in flight.
+    _GEN = 6
     _STAGES = 1 + ByteBuffer.LATENCY
     _QUEUE = 8
-    # Cycles from a block's last read to its first step offered on ``o``: the read pipeline, the queue, the
-    # transpose.
-    LATENCY = _STAGES + 2
+    # Cycles from a block's last read generated to its first step offered on ``o``: the generation, the read
+    # pipeline, the step queue, the transpose (a generated read issues at once at full rate).
+    LATENCY = _GEN + _STAGES + 2
 
     def __init__(self, rows=8, width=8, addr_width=16, *, dsp="generic"):
         if not (isinstance(rows, int) and rows >= 1 and width in (4, 8, 16, 32)
@@ -119,12 +122,6 @@ class WindowGenerator(wiring.Component):
             return [p.eq(0), ox.eq(0), oy.eq(0), bterm.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_wc"]),
                     xc.eq(-const["pl_c"])]
 
-        # each tile's pixels, kept for the blocks after its first
-        pix_base = Array(Signal(32, name=f"pix_base{i}") for i in range(rows))
-        pix_y = Array(Signal(signed(32), name=f"pix_y{i}") for i in range(rows))
-        pix_x = Array(Signal(signed(32), name=f"pix_x{i}") for i in range(rows))
-        pix_ok = Array(Signal(name=f"pix_ok{i}") for i in range(rows))
-
         # --- the read counters: row tile, column tile, run (kh, kw), chunk, pixel ---
         running = Signal()
         i = Signal(range(rows))
@@ -137,15 +134,24 @@ class WindowGenerator(wiring.Component):
         first = Signal()          # the row tile's first block: the walker gives the pixels
         tile_p = Signal(32)       # the row tile's first pixel
 
-        # --- the read pipeline ---
+        # The reads are generated a cycle each into the read queue (`reads`), through registered stages that each
+        # hold one adder; a read leaves the queue once its bytes are loaded and the step queue behind it has room.
+        # Credits (registered) stand for the room, so no stage waits on a later one.
+        reads_depth = 16
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * width + (width + 1).bit_length(), depth=self._QUEUE)
-        in_flight = Signal(range(self._STAGES + 1))
+        gen_credit = Signal(range(reads_depth + 1))     # reads generated, not yet issued, below the read queue's depth
+        gen_ok = Signal()
+        step_credit = Signal(range(self._QUEUE + 1))    # reads issued, not yet out of the step queue
+        step_ok = Signal()
+        adv = Signal()
+        m.d.comb += adv.eq(running & gen_ok)
         issue = Signal()
-        waiting = Signal()      # the read's bytes are not all loaded yet
+        in_flight = Signal(range(reads_depth + self._QUEUE + 8))   # generated, not yet in the step queue
 
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
-                m.d.sync += step.eq(0)
+                m.d.sync += [step.eq(0), gen_credit.eq(reads_depth), gen_ok.eq(1), step_credit.eq(self._QUEUE),
+                             step_ok.eq(1)]
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
@@ -158,24 +164,12 @@ class WindowGenerator(wiring.Component):
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
 
-        # the pixel of this read: the walker's in a tile's first block, else the one kept
-        cur_base, cur_y, cur_x, cur_ok = Signal(32), Signal(signed(32)), Signal(signed(32)), Signal()
-        with m.If(first):
-            m.d.comb += [cur_base.eq(bterm + yterm + xc), cur_y.eq(yy), cur_x.eq(xc), cur_ok.eq(p < const["pixels"])]
-        with m.Else():
-            m.d.comb += [cur_base.eq(pix_base[i]), cur_y.eq(pix_y[i]), cur_x.eq(pix_x[i]), cur_ok.eq(pix_ok[i])]
-
         last_chunk = Signal()
         m.d.comb += last_chunk.eq(off + width >= run_len)
         last_run = Signal()
         m.d.comb += last_run.eq((kh == g.kernel_h - 1) & (contiguous | (kw == g.kernel_w - 1)))
-        addr_now = Signal(32)
-        m.d.comb += addr_now.eq(cur_base + kh_wc + kw_c + off)
-        m.d.comb += [waiting.eq((self.avail < self.total) & (addr_now.as_signed() + width > self.avail)),
-                     issue.eq(running & ~waiting & (queue.level + in_flight < self._QUEUE))]
-        with m.If(issue):
+        with m.If(adv):
             with m.If(first):
-                m.d.sync += [pix_base[i].eq(cur_base), pix_y[i].eq(cur_y), pix_x[i].eq(cur_x), pix_ok[i].eq(cur_ok)]
                 m.d.sync += p.eq(p + 1)
                 with m.If(ox == g.out_w - 1):
                     m.d.sync += [ox.eq(0), xc.eq(-const["pl_c"])]
@@ -208,36 +202,90 @@ class WindowGenerator(wiring.Component):
             with m.Else():
                 m.d.sync += i.eq(i + 1)
 
-        # stage 1: the read's address, input row and first column (times in_c), registered
-        s1_valid, s1_ok, s1_last = Signal(), Signal(), Signal()
-        s1_addr, s1_off, s1_len = Signal(32), Signal(32), Signal(32)
-        s1_y, s1_x = Signal(signed(33)), Signal(signed(33))
-        s1_n = Signal(range(width + 1))
+        def reg(value, name):
+            r = Signal(value.shape(), name=name)
+            m.d.sync += r.eq(value)
+            return r
+
+        # G1: the read's terms, copied (every cycle: the counters move on after a read)
         remaining = Signal(32)
         m.d.comb += remaining.eq(run_len - off)
-        m.d.sync += [s1_valid.eq(issue), s1_ok.eq(cur_ok), s1_last.eq(i == rows - 1),
-                     s1_addr.eq(addr_now), s1_off.eq(off), s1_len.eq(run_len),
-                     s1_y.eq(cur_y + kh_rows), s1_x.eq(cur_x + kw_c),
-                     s1_n.eq(Mux(remaining < width, remaining, width))]
-        m.d.comb += [self.r_en.eq(s1_valid), self.r_addr.eq((s1_addr + self.base)[:self.addr_width])]
+        g1_v, g1_first, g1_i = reg(adv, "g1_v"), reg(first, "g1_first"), reg(i, "g1_i")
+        g1_bt, g1_xc, g1_yy = reg((bterm + yterm)[:32], "g1_bt"), reg(xc, "g1_xc"), reg(yy, "g1_yy")
+        g1_ok = reg(p < const["pixels"], "g1_ok")
+        g1_tap = reg((kh_wc + kw_c)[:32], "g1_tap")
+        g1_off, g1_len, g1_khr, g1_kwc = reg(off, "g1_off"), reg(run_len, "g1_len"), reg(kh_rows, "g1_khr"), \
+            reg(kw_c, "g1_kwc")
+        g1_last = reg(i == rows - 1, "g1_last")
+        g1_n = reg(Mux(remaining < width, remaining, width)[:(width + 1).bit_length()], "g1_n")
+        # G2: the pixel (the walker's in a tile's first block, kept for the blocks after it), the run's offset
+        pix_base = Array(Signal(32, name=f"pix_base{k}") for k in range(rows))
+        pix_y = Array(Signal(signed(32), name=f"pix_y{k}") for k in range(rows))
+        pix_x = Array(Signal(signed(32), name=f"pix_x{k}") for k in range(rows))
+        pix_ok = Array(Signal(name=f"pix_ok{k}") for k in range(rows))
+        g2_base, g2_y, g2_x, g2_ok = Signal(32), Signal(signed(32)), Signal(signed(32)), Signal()
+        with m.If(g1_first):
+            m.d.sync += [g2_base.eq(g1_bt + g1_xc), g2_y.eq(g1_yy), g2_x.eq(g1_xc), g2_ok.eq(g1_ok)]
+            with m.If(g1_v):
+                m.d.sync += [pix_base[g1_i].eq(g1_bt + g1_xc), pix_y[g1_i].eq(g1_yy), pix_x[g1_i].eq(g1_xc),
+                             pix_ok[g1_i].eq(g1_ok)]
+        with m.Else():
+            m.d.sync += [g2_base.eq(pix_base[g1_i]), g2_y.eq(pix_y[g1_i]), g2_x.eq(pix_x[g1_i]),
+                         g2_ok.eq(pix_ok[g1_i])]
+        g2_v, g2_tap = reg(g1_v, "g2_v"), reg((g1_tap + g1_off)[:32], "g2_tap")
+        g2_off, g2_len, g2_khr, g2_kwc = reg(g1_off, "g2_off"), reg(g1_len, "g2_len"), reg(g1_khr, "g2_khr"), \
+            reg(g1_kwc, "g2_kwc")
+        g2_last, g2_n = reg(g1_last, "g2_last"), reg(g1_n, "g2_n")
+        # G3: the read's address, input row and first column (times in_c)
+        g3_v, g3_ok, g3_off, g3_len = reg(g2_v, "g3_v"), reg(g2_ok, "g3_ok"), reg(g2_off, "g3_off"), \
+            reg(g2_len, "g3_len")
+        g3_last, g3_n = reg(g2_last, "g3_last"), reg(g2_n, "g3_n")
+        g3_addr = reg((g2_base + g2_tap)[:32], "g3_addr")
+        g3_y, g3_x = reg(g2_y + g2_khr, "g3_y"), reg(g2_x + g2_kwc, "g3_x")
+        # G4: the buffer address, the read's end (for the wait) and the run's real bytes [lo, hi): columns 0 .. in_w - 1
+        g4_v, g4_last, g4_n = reg(g3_v, "g4_v"), reg(g3_last, "g4_last"), reg(g3_n, "g4_n")
+        g4_raddr = reg((g3_addr + self.base)[:self.addr_width], "g4_raddr")
+        g4_end = reg(g3_addr.as_signed() + width, "g4_end")
+        g4_row_ok = reg(g3_ok & (g3_y >= 0) & (g3_y < g.in_h), "g4_row_ok")
+        g4_lo_raw, g4_hi_raw = reg(-g3_x, "g4_lo_raw"), reg(const["wc"] - g3_x, "g4_hi_raw")
+        g4_off, g4_len = reg(g3_off, "g4_off"), reg(g3_len, "g4_len")
+        # G5: the clamps, then the read queue
+        lo = reg(Mux(g4_lo_raw < 0, 0, Mux(g4_lo_raw > g4_len, g4_len, g4_lo_raw)), "g5_lo")
+        hi = reg(Mux(g4_hi_raw < 0, 0, Mux(g4_hi_raw > g4_len, g4_len, g4_hi_raw)), "g5_hi")
+        g5_v, g5_last, g5_n = reg(g4_v, "g5_v"), reg(g4_last, "g5_last"), reg(g4_n, "g5_n")
+        g5_raddr, g5_end, g5_row_ok, g5_off = reg(g4_raddr, "g5_raddr"), reg(g4_end, "g5_end"), \
+            reg(g4_row_ok, "g5_row_ok"), reg(g4_off[:32], "g5_off")
+        # the read's padding mask (the run's columns grow with the byte)
+        pad = Cat(~g5_row_ok | (g5_off + j < lo) | (g5_off + j >= hi) for j in range(width))
+        read = data.StructLayout({"raddr": self.addr_width, "end": signed(len(g5_end)), "pad": width, "last": 1,
+                                  "n": len(g5_n)})
+        reads = m.submodules.reads = fifo.SyncFIFO(width=read.size, depth=reads_depth)
+        entry = Signal(read)
+        m.d.comb += [entry.raddr.eq(g5_raddr), entry.end.eq(g5_end), entry.pad.eq(pad), entry.last.eq(g5_last),
+                     entry.n.eq(g5_n), reads.w_en.eq(g5_v), reads.w_data.eq(entry)]
 
-        # the run's real bytes are [lo, hi): columns 0 .. in_w - 1 of the input
-        lo, hi = Signal(signed(34)), Signal(signed(34))
-        lo_raw, hi_raw = Signal(signed(34)), Signal(signed(34))
-        m.d.comb += [lo_raw.eq(-s1_x), hi_raw.eq(const["wc"] - s1_x)]
-        m.d.comb += [lo.eq(Mux(lo_raw < 0, 0, Mux(lo_raw > s1_len, s1_len, lo_raw))),
-                     hi.eq(Mux(hi_raw < 0, 0, Mux(hi_raw > s1_len, s1_len, hi_raw)))]
-        row_ok = Signal()
-        m.d.comb += row_ok.eq(s1_ok & (s1_y >= 0) & (s1_y < g.in_h))
-        pad = Signal(width)
-        m.d.comb += pad.eq(Cat(~row_ok | (s1_off + j < lo) | (s1_off + j >= hi) for j in range(width)))
+        # the issue: the queue's head, once its bytes are in (or the whole input is: past its end is padding)
+        head = Signal(read)
+        m.d.comb += head.eq(reads.r_data)
+        m.d.comb += issue.eq(reads.r_rdy & step_ok & ((self.avail >= self.total) | (head.end <= self.avail)))
+        m.d.comb += reads.r_en.eq(issue)
+        with m.If(~fsm.ongoing("IDLE")):
+            next_gen = gen_credit - adv + issue
+            next_step = step_credit - issue + (queue.r_en & queue.r_rdy)
+            m.d.sync += [gen_credit.eq(next_gen), gen_ok.eq(next_gen != 0), step_credit.eq(next_step),
+                         step_ok.eq(next_step != 0)]
+        # the read, registered to the buffer
+        r_en, r_addr = reg(issue, "s1_en"), reg(head.raddr, "s1_addr")
+        m.d.comb += [self.r_en.eq(r_en), self.r_addr.eq(r_addr)]
 
-        # stages 2 and 3: the mask and steps alongside the buffer's read
-        m1 = Signal(width + (width + 1).bit_length() + 1)
-        m2 = Signal.like(m1)
-        v1, v2 = Signal(), Signal()
-        m.d.sync += [m1.eq(Cat(pad, Mux(s1_last, s1_n, 0), s1_last)), v1.eq(s1_valid), m2.eq(m1), v2.eq(v1)]
-        m.d.sync += in_flight.eq(in_flight + issue - v2)
+        # the mask and steps alongside the buffer's read
+        masks = [Signal(width + (width + 1).bit_length() + 1, name=f"mask{k}") for k in range(self._STAGES)]
+        valids = [Signal(name=f"valid{k}") for k in range(self._STAGES)]
+        m.d.sync += [masks[0].eq(Cat(head.pad, Mux(head.last, head.n, 0), head.last)), valids[0].eq(issue)]
+        for k in range(1, self._STAGES):
+            m.d.sync += [masks[k].eq(masks[k - 1]), valids[k].eq(valids[k - 1])]
+        m2, v2 = masks[-1], valids[-1]
+        m.d.sync += in_flight.eq(in_flight + adv - v2)
         zp = g.zero_point.as_unsigned()
         merged = Cat(Mux(m2[j], zp, self.r_data[8 * j:8 * j + 8]) for j in range(width))
         steps_bits = (width + 1).bit_length()
