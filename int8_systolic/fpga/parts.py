@@ -4,7 +4,8 @@
 
 1. exports :class:`hw.engine.Engine` (ECP5 primitives, the default buffers and a 64-bit port) as Verilog;
 2. for each part (a submodule of the engine; by default all but the core, whose own flows are
-   ``make synth BLOCK=array`` and ``BLOCK=lane``), Yosys' ``synth_ecp5`` with that module as the top;
+   ``make synth BLOCK=array`` and ``BLOCK=lane``), ``make synth``'s Yosys script (its checks, the copies
+   kept apart, the alias wires purged, ``synth_ecp5``) with that module as the top;
 3. nextpnr-ecp5 ``--out-of-context`` (its ports stay internal nets: no IO buffers, no pins), seed 1,
    placed and routed, the Fmax and the worst path read from nextpnr's report;
 4. writes ``build/synth/engine_parts.json`` and prints a table.
@@ -24,7 +25,7 @@ import time
 from amaranth.back import verilog
 
 from ..hw.engine import Engine
-from .synth import TARGETS, SynthError, _critical_path, _run, _tool, _yosys_counts
+from .synth import CHECKS, KEEP, PURGE, TARGETS, SynthError, _critical_path, _run, _tool, _yosys_counts
 
 __all__ = ["part_names", "synthesize_parts"]
 
@@ -63,9 +64,12 @@ def synthesize_parts(rows=8, cols=8, parts=None, *, out_dir="build/synth", log=p
         log(f"[{k + 1}/{len(wanted)}] {part}: yosys ...")
         t0 = time.monotonic()
         top = f"\\top.{known[part]}"
+        # the flow's own preparation (checks, copies kept apart, alias wires purged), then its synthesis
+        checks = CHECKS.replace("-top top", f"-top {top}")
         _run([yosys, "-q", "-l", "yosys.log", "-p",
-              f"read_verilog engine.v; hierarchy -top {top}; synth_ecp5 -top {top} -json part.json; "
-              "tee -q -o stat.json stat -json"], work / "yosys.stdout", f"yosys synthesis of {part}", cwd=work)
+              f"read_verilog engine.v; {checks}; {KEEP}; {PURGE}; synth_ecp5 -top {top} -json part.json; "
+              "check -assert; tee -q -o stat.json stat -json"], work / "yosys.stdout", f"yosys synthesis of {part}",
+             cwd=work)
         t1 = time.monotonic()
         log(f"[{k + 1}/{len(wanted)}] {part}: nextpnr ...")
         _run([nextpnr, "--85k", "--json", "part.json", "--out-of-context", "--freq", str(TARGETS["ecp5"]["freq"]),

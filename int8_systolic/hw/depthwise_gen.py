@@ -43,6 +43,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
+from .pipeline import KEEP_APART
 from .products import latch_products, sequential_products, setup_cycles
 
 __all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
@@ -173,7 +174,7 @@ class DepthwiseWindows(wiring.Component):
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
                 m.d.sync += [step.eq(0), lane_q.eq(0), lane_r.eq(0), adv_a.eq(0), adv_b.eq(cols),
-                             sched_credit.eq(self._SCHED), credit_ok.eq(1), out_credit.eq(self._QUEUE)]
+                             sched_credit.eq(self._SCHED), out_credit.eq(self._QUEUE)]
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
@@ -189,7 +190,7 @@ class DepthwiseWindows(wiring.Component):
                 with m.Else():
                     m.d.sync += lane_r.eq(lane_r + 1)
                 with m.If(step == self.SETUP - 1):
-                    m.d.sync += [running.eq(1), walking.eq(1), wpix.eq(0), ox.eq(0), oy.eq(0), yy.eq(-g.pad_top),
+                    m.d.sync += [walking.eq(1), wpix.eq(0), ox.eq(0), oy.eq(0), yy.eq(-g.pad_top),
                                  xx.eq(-g.pad_left), bterm.eq(0), yterm.eq(-const["pt_wp"]), xterm.eq(-const["pl_p"]),
                                  w_i.eq(0), nxt_full.eq(0)]
                     m.next = "RUN"
@@ -239,26 +240,51 @@ class DepthwiseWindows(wiring.Component):
         kh_ab = Signal(aw)                          # base + kh's byte offset
         tap = Signal(aw)                            # ... + kw's
 
+        # The issue has hundreds of loads (the counters, the lanes, the tile's registers). Its four state bits are
+        # kept in copies, one per group of loads (KEEP_APART: synthesis would merge them back), each group's
+        # issue an AND of its own copies; the copies take the same next value as the bit.
+        groups = 4                                  # the taps, two halves of the lanes, the tile's registers
+        dup = {name: [Signal(name=f"dup_{name}{k}", attrs=KEEP_APART) for k in range(groups)]
+               for name in ("running", "cur_valid", "cur_in", "credit_ok")}
         issue = Signal()
+        pop = Signal()                              # the serve stage takes a step from the schedule queue
         m.d.comb += issue.eq(running & cur_valid & cur_in & credit_ok)
+        issues = [Signal(name=f"issue{k}") for k in range(groups)]
+        m.d.comb += [issues[k].eq(dup["running"][k] & dup["cur_valid"][k] & dup["cur_in"][k] & dup["credit_ok"][k])
+                     for k in range(groups)]
         last_step = Signal()
         m.d.comb += last_step.eq(kw_last & kh_last & nt_last)
         load = Signal()
-        m.d.comb += load.eq(running & nxt_full & (~cur_valid | (issue & last_step)))
+        m.d.comb += load.eq(dup["running"][3] & nxt_full & (~dup["cur_valid"][3] | (issues[3] & last_step)))
         # avail only grows during a layer, so a cycle-old comparison is safe (and only ever a cycle late)
         all_in = self.avail >= self.total
         avail = self.avail.as_signed()
-        m.d.sync += cur_in.eq(all_in | Mux(load, nxt_bound <= avail, cur_bound <= avail))
+        nxt = {name: Signal(name=f"{name}_next") for name in dup}
+        m.d.comb += [nxt["cur_in"].eq(all_in | Mux(load, nxt_bound <= avail, cur_bound <= avail)),
+                     nxt["running"].eq(running), nxt["cur_valid"].eq(cur_valid), nxt["credit_ok"].eq(credit_ok)]
+        with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
+            m.d.comb += nxt["running"].eq(1)
+        with m.If(~walking & ~nxt_full & ~cur_valid & fsm.ongoing("RUN")):
+            m.d.comb += nxt["running"].eq(0)
+        with m.If(fsm.ongoing("SETUP")):
+            m.d.comb += nxt["cur_valid"].eq(0)
+        with m.Elif(load):
+            m.d.comb += nxt["cur_valid"].eq(1)
+        with m.Elif(issue & last_step):
+            m.d.comb += nxt["cur_valid"].eq(0)
+        with m.If(fsm.ongoing("IDLE") & self.start):
+            m.d.comb += nxt["credit_ok"].eq(1)
+        with m.Elif(~fsm.ongoing("IDLE")):
+            m.d.comb += nxt["credit_ok"].eq(sched_credit - issue + pop != 0)
+        for name, value in (("running", running), ("cur_valid", cur_valid), ("cur_in", cur_in),
+                            ("credit_ok", credit_ok)):
+            m.d.sync += [value.eq(nxt[name]), *(c.eq(nxt[name]) for c in dup[name])]
         with m.If(load):
             m.d.sync += [*(cur_base[i].eq(nxt_base[i]) for i in range(rows)),
                          *(cur_y[i].eq(nxt_y[i]) for i in range(rows)), *(cur_x[i].eq(nxt_x[i]) for i in range(rows)),
-                         cur_ok.eq(nxt_ok), cur_bound.eq(nxt_bound), cur_valid.eq(1), nxt_full.eq(0)]
-        with m.Elif(issue & last_step):
-            m.d.sync += cur_valid.eq(0)
-        with m.If(~walking & ~nxt_full & ~cur_valid & fsm.ongoing("RUN")):
-            m.d.sync += running.eq(0)
-        # the tap and column tile counters (the lanes' channels per column tile)
-        with m.If(issue):
+                         cur_ok.eq(nxt_ok), cur_bound.eq(nxt_bound), nxt_full.eq(0)]
+        # the tap counters
+        with m.If(issues[0]):
             with m.If(~kw_last):
                 m.d.sync += [kw.eq(kw + 1), kw_last.eq(kw + 2 == g.kernel_w), kw_x.eq(kw_x + g.dilation_w),
                              tap.eq(tap + const["dw_p"])]
@@ -270,18 +296,23 @@ class DepthwiseWindows(wiring.Component):
                 with m.Else():
                     m.d.sync += [kh.eq(0), kh_last.eq(g.kernel_h == 1), kh_y.eq(0), kh_ab.eq(self.base),
                                  tap.eq(self.base)]
-                    with m.If(~nt_last):
+        # the column tile and the lanes' channels, a tile's last tap on
+        for k, lanes in ((1, range(cols // 2)), (2, range(cols // 2, cols))):
+            with m.If(issues[k] & kw_last & kh_last):
+                with m.If(~nt_last):
+                    if k == 1:
                         m.d.sync += [nt.eq(nt + 1), nt_last.eq(nt + 2 == g.n_tiles)]
-                        for j in range(cols):
-                            carry = r[j] >= thr
-                            m.d.sync += [q[j].eq(Mux(carry, q[j] + adv_a1, q[j] + adv_a)),
-                                         r[j].eq(Mux(carry, r[j] - thr, r[j] + adv_b))]
-                    with m.Else():
-                        m.d.sync += [nt.eq(0), nt_last.eq(g.n_tiles == 1), *(q[j].eq(q0[j]) for j in range(cols)),
-                                     *(r[j].eq(r0[j]) for j in range(cols))]
+                    for j in lanes:
+                        carry = r[j] >= thr
+                        m.d.sync += [q[j].eq(Mux(carry, q[j] + adv_a1, q[j] + adv_a)),
+                                     r[j].eq(Mux(carry, r[j] - thr, r[j] + adv_b))]
+                with m.Else():
+                    if k == 1:
+                        m.d.sync += [nt.eq(0), nt_last.eq(g.n_tiles == 1)]
+                    m.d.sync += [*(q[j].eq(q0[j]) for j in lanes), *(r[j].eq(r0[j]) for j in lanes)]
         with m.If(fsm.ongoing("SETUP")):
             m.d.sync += [nt.eq(0), kh.eq(0), kw.eq(0), kh_y.eq(0), kw_x.eq(0), kh_ab.eq(self.base),
-                         tap.eq(self.base), cur_valid.eq(0), kw_last.eq(g.kernel_w == 1),
+                         tap.eq(self.base), kw_last.eq(g.kernel_w == 1),
                          kh_last.eq(g.kernel_h == 1), nt_last.eq(g.n_tiles == 1)]
         with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
             m.d.sync += [*(q[j].eq(q0[j]) for j in range(cols)), *(r[j].eq(r0[j]) for j in range(cols))]
@@ -331,8 +362,8 @@ class DepthwiseWindows(wiring.Component):
                           for b in range(banks)), f"d_rank{i}") for i in range(rows)]
         d_count = [reg(_popcount(c_use[k][b] for k in range(rows)), f"d_count{b}") for b in range(banks)]
         # --- E: the ranks of each read's two banks; whether the step has a round after round c ---
-        # (fields of several elements are flat, sliced by hand: Yosys' ABC9 pass asserts on the element wires
-        # Amaranth names "x.f[i]" for array layouts, YosysHQ/yosys#4349)
+        # (fields of several elements are flat, sliced by hand: no element alias wires "x.f[i]", on which Yosys'
+        # ABC9 pass asserts unless they are purged first, YosysHQ/yosys#4349)
         entry = data.StructLayout({
             "row1": rw * rows, "row2": rw * rows, "first": gbits * rows, "off": obits * rows,
             "rank1": rbits * rows, "rank2": rbits * rows,
@@ -356,7 +387,6 @@ class DepthwiseWindows(wiring.Component):
         rnd = Signal(range(rows))
         s_last = Signal()
         m.d.comb += s_last.eq(~cur.more.bit_select(rnd, 1))
-        pop = Signal()
         m.d.comb += [pop.eq(sq.r_rdy & (out_credit != 0) & (~s_v | s_last)), sq.r_en.eq(pop)]
         with m.If(pop):
             m.d.sync += [cur.eq(sq.r_data), s_v.eq(1), rnd.eq(0)]
@@ -368,8 +398,8 @@ class DepthwiseWindows(wiring.Component):
         m.d.comb += taken.eq(self.o.valid & self.o.ready)
         with m.If(~fsm.ongoing("IDLE")):
             next_credit = sched_credit - issue + pop
-            m.d.sync += [sched_credit.eq(next_credit), credit_ok.eq(next_credit != 0),
-                         out_credit.eq(out_credit - pop + taken), outstanding.eq(outstanding + issue - taken)]
+            m.d.sync += [sched_credit.eq(next_credit), out_credit.eq(out_credit - pop + taken),
+                         outstanding.eq(outstanding + issue - taken)]
         # S1: which half-read each bank serves this round
         hit1 = [s_v & (cur.rank1.word_select(i, rbits) == rnd) & ~cur.pad[i] for i in range(rows)]
         hit2 = [s_v & (cur.rank2.word_select(i, rbits) == rnd) & cur.unal[i] for i in range(rows)]
@@ -385,8 +415,7 @@ class DepthwiseWindows(wiring.Component):
         s1 = Signal(side, name="side_s1")
         m.d.sync += [s1.v.eq(s_v), s1.last.eq(s_v & s_last), s1.t1.eq(Cat(hit1)), s1.t2.eq(Cat(hit2)),
                      s1.pad.eq(cur.pad), s1.first.eq(cur.first), s1.off.eq(cur.off), s1.sel.eq(cur.sel)]
-        # S2: each bank's row, to the buffer (registered flat: the port's element wires, "g_rows[b]", on flip-flops
-        # trip Yosys' ABC9 pass, YosysHQ/yosys#4349)
+        # S2: each bank's row, to the buffer (registered flat, for the same reason)
         g_rows = Signal(rw * banks)
         for b in range(banks):
             row = Const(0, rw)

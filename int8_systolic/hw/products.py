@@ -19,9 +19,20 @@ from .multiplier import Multiplier
 
 __all__ = ["LAG", "latch_products", "schedule", "sequential_products", "setup_cycles"]
 
-# operands registered, the multiplier, the halves summed
-LAG = 1 + Multiplier.latency_of(1) + 1
+# the step's selection registered (one-hot), the operands registered, the multiplier, the halves summed
+LAG = 2 + Multiplier.latency_of(1) + 1
 _HALF = 16
+
+
+def _and_or(m, sel, values, width):
+    """The OR of ``values[n]`` (each assigned to ``width`` bits, extended as an assignment would) where ``sel[n]``
+    is set: a multiplexer for a one-hot ``sel``."""
+    out = Const(0, width)
+    for n, v in enumerate(values):
+        fitted = Signal(width, name=f"operand{n}")
+        m.d.comb += fitted.eq(v)
+        out = out | (fitted & sel[n].replicate(width))
+    return out
 
 
 def schedule(products):
@@ -50,11 +61,13 @@ def sequential_products(m, products, operand, step, *, dsp="generic", width=32, 
     steps = schedule(products)
     const = {name: Signal(width, name=name) for name, _, _ in products}
     fa, fb = Signal(2 * _HALF), Signal(factor_width)
-    with m.Switch(step):
-        for name, a, b in products:
-            with m.Case(steps[name]):
-                m.d.sync += [fa.eq(const[a] if a in const else operand(a)),
-                             fb.eq(const[b] if b in const else operand(b))]
+    # the operands by a one-hot selection registered from ``step`` (an AND-OR a few LUTs deep, not a decoder and
+    # a wide multiplexer in one cycle); a step with no product selects zero
+    sel = Signal(len(products))
+    m.d.sync += sel.eq(Cat(step == steps[name] for name, _, _ in products))
+    pick = lambda k: const[k] if k in const else operand(k)  # noqa: E731
+    m.d.sync += [fa.eq(_and_or(m, sel, [pick(a) for _, a, _ in products], 2 * _HALF)),
+                 fb.eq(_and_or(m, sel, [pick(b) for _, _, b in products], factor_width))]
     halves = []
     for k in range(2):
         mul = m.submodules[f"product_{'lh'[k]}"] = Multiplier(_HALF + 1, 18, dsp=dsp)
