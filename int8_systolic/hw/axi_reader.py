@@ -90,16 +90,21 @@ def take_command(m, master, active, *, whole_beats):
 
 
 def burst_beats(m, addr, beats_left, max_burst, size_log2):
-    """The next burst's beats: at most ``max_burst``, what is left, and what fits before the next 4 KB boundary."""
+    """The next burst's beats: at most ``max_burst``, what is left, and what fits before the next 4 KB boundary;
+    registered, so it is the value of ``addr`` and ``beats_left`` a cycle ago. Returns ``(burst, fresh)``: ``fresh``
+    is low in the cycle after ``changed`` (an assignment the caller makes true when it moves ``addr`` or
+    ``beats_left``), when ``burst`` is stale. A master issues at most every other cycle (its valid stays up a cycle),
+    so the register costs only the cycle after a command is taken."""
     to_boundary = Signal(13 - size_log2 + 1)
     limit = Signal(len(beats_left))
     burst = Signal(range(max_burst + 1))
+    changed, fresh = Signal(), Signal()
     m.d.comb += [
         to_boundary.eq((4096 - addr[:12]) >> size_log2),
         limit.eq(Mux(beats_left < max_burst, beats_left, max_burst)),
-        burst.eq(Mux(to_boundary < limit, to_boundary, limit)),
     ]
-    return burst
+    m.d.sync += [burst.eq(Mux(to_boundary < limit, to_boundary, limit)), fresh.eq(~changed)]
+    return burst, fresh, changed
 
 
 def command_layout(length_width=24):
@@ -140,7 +145,9 @@ class AxiReader(wiring.Component):
         beats_left = Signal(beat_width)
 
         # commands are checked in the cycle they are taken; a bad one only raises `error`
-        with m.If(take_command(m, self, active, whole_beats=True)):
+        took = Signal()
+        m.d.comb += took.eq(take_command(m, self, active, whole_beats=True))
+        with m.If(took):
             m.d.sync += [active.eq(1), addr.eq(self.cmd.payload.addr),
                          beats_left.eq(self.cmd.payload.length >> size_log2)]
 
@@ -149,15 +156,17 @@ class AxiReader(wiring.Component):
         reserved = Signal(range(self.buffer_beats + 1))   # beats in flight or in the buffer
 
         # --- AR: the next burst of the active command ---
-        burst = burst_beats(m, addr, beats_left, self.max_burst, size_log2)
+        burst, fresh, changed = burst_beats(m, addr, beats_left, self.max_burst, size_log2)
+        free = Signal(range(self.buffer_beats + 1))       # a cycle ago: never more than now but after an issue,
+        m.d.sync += free.eq(self.buffer_beats - reserved)  # and an issue is never in the cycle after another
         room = Signal()
-        m.d.comb += room.eq(self.buffer_beats - reserved >= burst)
+        m.d.comb += room.eq(free >= burst)
         # one entry per burst in flight (so its depth bounds them): is the burst its command's last?
         lasts = m.submodules.lasts = fifo.SyncFIFO(width=1, depth=self.max_outstanding)
 
         arvalid = Signal()
         issue = Signal()
-        m.d.comb += issue.eq(active & ~arvalid & room & lasts.w_rdy)
+        m.d.comb += [issue.eq(active & ~arvalid & fresh & room & lasts.w_rdy), changed.eq(took | issue)]
         ar_taken = Signal()
         m.d.comb += ar_taken.eq(arvalid & self.m_axi_arready)
         with m.If(issue):

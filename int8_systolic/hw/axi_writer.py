@@ -16,7 +16,7 @@ Contract:
   ``data`` in the middle of a burst (the interconnect is not held by a slow producer).
 - A response other than OKAY raises ``bresp_error`` for a cycle. ``idle`` is high when no command
   is being split, nothing is buffered and every burst has its response. ``bytes_written``
-  counts the bytes written (each beat's set strobes).
+  counts the bytes written (each beat's set strobes, counted the cycle after the beat).
 
 AXI: AWID 0, AWSIZE the bus width, AWBURST INCR, AWCACHE 0b0011, AWPROT 0; WLAST on each burst's
 last beat; BREADY always high; AW and W payloads held while their VALID waits.
@@ -77,7 +77,9 @@ class AxiWriter(wiring.Component):
         cmd = self.cmd.payload
         n_beats = Signal(beat_width)
         m.d.comb += n_beats.eq((cmd.length + self.bytes - 1) >> size_log2)
-        with m.If(take_command(m, self, active, whole_beats=False)):
+        took = Signal()
+        m.d.comb += took.eq(take_command(m, self, active, whole_beats=False))
+        with m.If(took):
             m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(n_beats), accept_left.eq(n_beats)]
 
         # --- beats of the active command into the buffer ---
@@ -91,15 +93,15 @@ class AxiWriter(wiring.Component):
             m.d.sync += accept_left.eq(accept_left - 1)
 
         # --- AW: the next burst, once all its beats are buffered ---
-        burst = burst_beats(m, addr, beats_left, self.max_burst, size_log2)
+        burst, fresh, changed = burst_beats(m, addr, beats_left, self.max_burst, size_log2)
         buffered = Signal(range(depth + 1))   # beats in the buffer not yet given to a burst
         awaiting = m.submodules.awaiting = fifo.SyncFIFO(width=burst_width, depth=self.max_outstanding)  # W to send
         responses = Signal(range(self.max_outstanding + 1))      # bursts issued, response not yet received
 
         awvalid = Signal()
         issue = Signal()
-        m.d.comb += issue.eq(active & (beats_left != 0) & ~awvalid & (buffered >= burst) & awaiting.w_rdy
-                             & (responses < self.max_outstanding))
+        m.d.comb += [issue.eq(active & (beats_left != 0) & ~awvalid & fresh & (buffered >= burst) & awaiting.w_rdy
+                              & (responses < self.max_outstanding)), changed.eq(took | issue)]
         with m.If(issue):
             m.d.sync += [awvalid.eq(1), self.m_axi_awaddr.eq(addr), self.m_axi_awlen.eq(burst - 1),
                          addr.eq(addr + (burst << size_log2)), beats_left.eq(beats_left - burst)]
@@ -129,8 +131,12 @@ class AxiWriter(wiring.Component):
         ]
         with m.If(w_taken):
             m.d.sync += sent.eq(Mux(w_last, 0, sent + 1))
-            strobes = sum(buf.r_data[self.data_width + i] for i in range(self.bytes))
-            m.d.sync += self.bytes_written.eq(self.bytes_written + strobes)
+        # the beat's bytes counted a cycle later (a balanced sum of its strobes, registered)
+        strobes = [buf.r_data[self.data_width + i] for i in range(self.bytes)]
+        while len(strobes) > 1:
+            strobes = [strobes[k] + strobes[k + 1] for k in range(0, len(strobes), 2)]
+        counted = Signal(range(self.bytes + 1))
+        m.d.sync += [counted.eq(Mux(w_taken, strobes[0], 0)), self.bytes_written.eq(self.bytes_written + counted)]
 
         # --- B ---
         m.d.comb += self.m_axi_bready.eq(1)

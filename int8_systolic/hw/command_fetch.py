@@ -22,7 +22,7 @@ read in progress is completed (its beats are the read port's) and dropped, nothi
 read one at a time (a command is 64 bytes, a few beats, against a layer of thousands of cycles).
 """
 
-from amaranth import Module, Signal
+from amaranth import Cat, Module, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -62,13 +62,14 @@ class CommandFetch(wiring.Component):
         view = data.View(commands.layout(), word)
         op = view.op
 
+        # (ORs of the comparisons: a sum of them would build a chain of adders)
         known = Signal()
-        m.d.comb += known.eq(sum((op == code) for code in commands.OPS.values()) != 0)
+        m.d.comb += known.eq(Cat(op == code for code in commands.OPS.values()).any())
         is_mac = Signal()
-        m.d.comb += is_mac.eq(sum((op == commands.OPS[name]) for name in MAC_OPS) != 0)
+        m.d.comb += is_mac.eq(Cat(op == commands.OPS[name] for name in MAC_OPS).any())
         short = Signal()   # a field below its minimum
-        m.d.comb += short.eq(sum((getattr(view, f.name) < f.minimum) for f in commands.FIELDS
-                                 if f.minimum is not None) != 0)
+        m.d.comb += short.eq(Cat(getattr(view, f.name) < f.minimum for f in commands.FIELDS
+                                 if f.minimum is not None).any())
 
         m.d.sync += [self.done.eq(0), self.barrier.eq(0)]
         m.d.comb += [self.rd_cmd.payload.addr.eq(addr), self.rd_cmd.payload.length.eq(COMMAND_BYTES),
