@@ -153,7 +153,8 @@ class Engine(wiring.Component):
         m.submodules.dwgen = dwgen = DepthwiseWindows(rows, cols, banks=self.banks, bank_bytes=self.bank_bytes,
                                                       addr_width=in_bits, dsp=self.dsp)
         m.submodules.streamer = streamer = WeightStreamer(cols, buffer_width=self.w_width, addr_width=w_bits)
-        m.submodules.packer = packer = ResultPacker(rows, cols, data_width=self.data_width, depth=self.out_depth)
+        m.submodules.packer = packer = ResultPacker(rows, cols, data_width=self.data_width, depth=self.out_depth,
+                                                    dsp=self.dsp)
 
         # --- AXI4: the reader's and the writer's ports are the engine's ---
         for name in axi4_read_members(self.data_width):

@@ -13,28 +13,30 @@ packer reads them back a bus word at a time, from byte 0, as beats for an
 :class:`hw.axi_writer.AxiWriter` command of the layer's ``pixels * channels`` bytes (strobes on
 the last), while the next row tiles are computed. So the output is written as the layer runs.
 
-``start`` takes ``pixels`` and ``channels`` (the layer's M and N) and resets the counters; ``res``
+``start`` takes ``pixels`` and ``channels`` (the layer's M and N; ``dsp`` is the kind of the multiplier
+that counts the layer's bytes) and resets the counters; ``res``
 is always ready (one row a cycle goes into the buffer); ``busy`` is high from the cycle after
 ``start`` until the last beat is taken. The buffer holds ``depth`` bytes: a layer's output must fit
 (the engine refuses one that does not).
 """
 
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axi_writer import beat_layout
 from .byte_buffer import ByteBuffer
+from .multiplier import Multiplier
 
 __all__ = ["ResultPacker"]
 
 
 class ResultPacker(wiring.Component):
-    def __init__(self, rows, cols, *, data_width=64, depth=4096):
+    def __init__(self, rows, cols, *, data_width=64, depth=4096, dsp="generic"):
         if not (cols <= 32 and data_width in (32, 64, 128)):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"cols must be <= 32 and data_width 32, 64 or 128 bits, got {cols!r}, {data_width!r}")
-        self.rows, self.cols, self.data_width, self.depth = rows, cols, data_width, depth
+        self.rows, self.cols, self.data_width, self.depth, self.dsp = rows, cols, data_width, depth, dsp
         self.width = min(c for c in (4, 8, 16, 32) if c >= cols)   # the narrowest buffer a result row fits
         super().__init__({
             "start": In(1), "pixels": In(16), "channels": In(16),
@@ -49,43 +51,60 @@ class ResultPacker(wiring.Component):
         width = max(self.width, nbytes)
         buf = m.submodules.buffer = ByteBuffer(width, max(self.depth, width * 2))
         i = Signal(range(rows))          # row of the tile
+        px, ch = Signal(16), Signal(16)  # the layer's pixels and channels, taken at start
         mt = Signal(16)                  # first pixel of the row tile
         nt = Signal(16)                  # first channel of the column tile
+        # the layer's bytes, pixels * channels: a multiplier with its own registers, a few cycles after start
+        # (long before the first row tile is complete)
+        mul = m.submodules.total = Multiplier(17, 17, dsp=self.dsp)
+        m.d.comb += [mul.a.eq(px), mul.b.eq(ch), mul.en.eq(1)]
         total = Signal(32)
-        m.d.comb += total.eq(self.pixels * self.channels)
+        m.d.sync += total.eq(mul.p)
+        settle = Signal(range(mul.latency + 3))     # cycles until `total` is this layer's
+        with m.If(settle != 0):
+            m.d.sync += settle.eq(settle - 1)
         complete = Signal(33)            # bytes below this are in the buffer (row tiles done)
         r_addr = Signal(32)
         in_flight = Signal(range(ByteBuffer.LATENCY + 2))
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * nbytes + nbytes, depth=ByteBuffer.LATENCY + 1)
+        # where the next row goes, kept by one addition a row (not a multiplication): w_ptr = pixel * channels + nt
+        w_ptr, col_base = Signal(33), Signal(33)    # ..., and the column tile's row 0
+        pixel = Signal(16)               # mt + i
+        ch_left = Signal(signed(17))     # channels - nt: the column tile's real lanes
         with m.If(self.start):
-            m.d.sync += [i.eq(0), mt.eq(0), nt.eq(0), complete.eq(0), r_addr.eq(0), self.busy.eq(1)]
+            m.d.sync += [i.eq(0), mt.eq(0), nt.eq(0), complete.eq(0), r_addr.eq(0), self.busy.eq(1),
+                         settle.eq(mul.latency + 2),
+                         px.eq(self.pixels), ch.eq(self.channels), w_ptr.eq(0), col_base.eq(0), pixel.eq(0),
+                         ch_left.eq(self.channels)]
 
-        pixel = Signal(16)
-        m.d.comb += pixel.eq(mt + i)
         m.d.comb += self.res.ready.eq(1)
         take = Signal()
         m.d.comb += take.eq(self.res.valid & self.busy)
         strb = Signal(width)
-        m.d.comb += strb.eq(Cat(((nt + j < self.channels) & (pixel < self.pixels)) for j in range(cols)))
+        m.d.comb += strb.eq(Cat((ch_left > j) & (pixel < px) for j in range(cols)))
         m.d.comb += [
-            buf.w_en.eq(take), buf.w_addr.eq(pixel * self.channels + nt),
+            buf.w_en.eq(take), buf.w_addr.eq(w_ptr),
             buf.w_data.eq(Cat(self.res.payload[j][:8] for j in range(cols))), buf.w_strb.eq(strb),
         ]
         with m.If(take):
             with m.If(i == rows - 1):
                 m.d.sync += i.eq(0)
-                with m.If(nt + cols >= self.channels):
+                with m.If(ch_left <= cols):
                     # the row tile is complete: its pixels' bytes may go (the write lands with this edge)
-                    m.d.sync += [nt.eq(0), mt.eq(mt + rows), complete.eq(complete + rows * self.channels)]
+                    tile_end = complete + rows * ch
+                    m.d.sync += [nt.eq(0), mt.eq(mt + rows), complete.eq(tile_end), w_ptr.eq(tile_end),
+                                 col_base.eq(tile_end), pixel.eq(mt + rows), ch_left.eq(ch)]
                 with m.Else():
-                    m.d.sync += nt.eq(nt + cols)
+                    m.d.sync += [nt.eq(nt + cols), w_ptr.eq(col_base + cols), col_base.eq(col_base + cols),
+                                 pixel.eq(mt), ch_left.eq(ch_left - cols)]
             with m.Else():
-                m.d.sync += i.eq(i + 1)
+                m.d.sync += [i.eq(i + 1), w_ptr.eq(w_ptr + ch), pixel.eq(pixel + 1)]
 
         # --- drain: aligned bus words from byte 0 up to the complete bytes, through the buffer's read latency ---
         # words read while the writer is not ready wait in `queue`; a read is issued only with room for it
         issue = Signal()
-        m.d.comb += issue.eq(self.busy & (r_addr < total) & ((r_addr + nbytes <= complete) | (complete >= total))
+        m.d.comb += issue.eq(self.busy & (settle == 0) & (r_addr < total)
+                             & ((r_addr + nbytes <= complete) | (complete >= total))
                              & (queue.level + in_flight < queue.depth))
         m.d.comb += [buf.r_en.eq(issue), buf.r_addr.eq(r_addr)]
         with m.If(issue):
@@ -103,6 +122,6 @@ class ResultPacker(wiring.Component):
                      self.beats.valid.eq(queue.r_rdy), self.beats.payload.data.eq(queue.r_data[:8 * nbytes]),
                      self.beats.payload.strb.eq(queue.r_data[8 * nbytes:]), queue.r_en.eq(self.beats.ready)]
         m.d.sync += in_flight.eq(in_flight + issue - arrive)
-        with m.If(self.busy & ~self.start & (r_addr >= total) & (in_flight == 0) & ~queue.r_rdy):
+        with m.If(self.busy & ~self.start & (settle == 0) & (r_addr >= total) & (in_flight == 0) & ~queue.r_rdy):
             m.d.sync += self.busy.eq(0)
         return m
