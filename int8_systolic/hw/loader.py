@@ -50,36 +50,41 @@ class Loader(wiring.Component):
         nbytes = self.data_width // 8
         next_addr = Signal(32)
         left = Signal(25)          # bytes not yet asked for
-        length = Signal(24)        # (the inputs are taken at start: the engine prepares its next layer meanwhile)
-        base = Signal(self.addr_width)
+        # (the inputs are taken at start: the engine prepares its next layer meanwhile)
         pixel, pitch = Signal(17), Signal(17)
         spread = Signal()          # a pitch larger than the pixel
-        pix_addr = Signal(self.addr_width)     # the current pixel's place, the byte in it
-        pix_off = Signal(17)
-        pix_start = Signal(25)     # the current pixel's offset from base
-        m.d.comb += self.filled.eq(Mux(spread, pix_start + pix_off, self.loaded))
+        # kept by one addition a beat each, so that no sum is on the write's or `filled`'s path
+        w_ptr = Signal(self.addr_width)        # where the next beat goes
+        pix_addr = Signal(self.addr_width)     # the current pixel's place
+        pix_start = Signal(25)                 # the current pixel's offset from base
+        pix_left = Signal(18)                  # bytes of the current pixel not yet written
+        unwritten = Signal(25)                 # bytes of the input not yet written
+        filled = Signal(25)
+        m.d.comb += self.filled.eq(filled)
         m.d.sync += self.done.eq(0)
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0),
-                         length.eq(self.length), base.eq(self.base), pixel.eq(self.pixel), pitch.eq(self.pitch),
-                         spread.eq(self.pitch != self.pixel), pix_addr.eq(self.base), pix_off.eq(0), pix_start.eq(0)]
+                         pixel.eq(self.pixel), pitch.eq(self.pitch),
+                         spread.eq(self.pitch != self.pixel), pix_addr.eq(self.base), w_ptr.eq(self.base),
+                         pix_start.eq(0), pix_left.eq(self.pixel), unwritten.eq(self.length), filled.eq(0)]
         # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients'
         m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0)), self.rd_cmd.payload.addr.eq(next_addr),
                      self.rd_cmd.payload.length.eq(Mux(left > self.chunk, self.chunk, left))]
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
-        m.d.comb += [self.rd_data.ready.eq(self.busy & ~self.hold),
-                     self.w_addr.eq(Mux(spread, pix_addr + pix_off, base + self.loaded)),
+        m.d.comb += [self.rd_data.ready.eq(self.busy & ~self.hold), self.w_addr.eq(w_ptr),
                      self.w_data.eq(self.rd_data.payload.data), self.w_strb.eq((1 << nbytes) - 1)]
         # (an expression, not a value set under an If: Icarus leaves the latter X until an input of the If changes,
         # and the capture's inputs may not change for a whole layer)
         m.d.comb += self.w_en.eq(self.rd_data.valid & self.rd_data.ready)
         with m.If(self.w_en):
-            m.d.sync += self.loaded.eq(self.loaded + nbytes)
-            with m.If(pix_off + nbytes >= pixel):
-                m.d.sync += [pix_off.eq(0), pix_addr.eq(pix_addr + pitch), pix_start.eq(pix_start + pitch)]
+            m.d.sync += [self.loaded.eq(self.loaded + nbytes), unwritten.eq(unwritten - nbytes)]
+            with m.If(spread & (pix_left <= nbytes)):
+                # the pixel's last beat: the next pixel starts a pitch on
+                m.d.sync += [pix_left.eq(pixel), pix_addr.eq(pix_addr + pitch), w_ptr.eq(pix_addr + pitch),
+                             pix_start.eq(pix_start + pitch), filled.eq(pix_start + pitch)]
             with m.Else():
-                m.d.sync += pix_off.eq(pix_off + nbytes)
-            with m.If(self.loaded + nbytes >= length):
+                m.d.sync += [pix_left.eq(pix_left - nbytes), w_ptr.eq(w_ptr + nbytes), filled.eq(filled + nbytes)]
+            with m.If(unwritten <= nbytes):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m

@@ -40,27 +40,38 @@ class WeightStreamer(wiring.Component):
         m = Module()
         cols = self.cols
         running = Signal()
-        k = Signal(24)             # the next word's step in its column tile
+        k_left = Signal(24)        # words of the column tile after this one
         nt = Signal(16)            # column tiles left after this one
         tile = Signal(32)          # row tiles left after this one
         addr = Signal(self.addr_width)
+        # kept beside addr, so that no addition is on the issue's path: the word's end, its buffer address
+        end = Signal(25)
+        r_addr = Signal(self.addr_width)
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * cols, depth=self._QUEUE)
         pipe = [Signal(name=f"pipe{k}") for k in range(ByteBuffer.LATENCY)]
         in_flight = Signal(range(ByteBuffer.LATENCY + 1))
+        credit = Signal(range(self._QUEUE + 1))     # words issued and not yet taken from the queue, below its depth
+        credit_ok = Signal()
         issue = Signal()
-        m.d.comb += issue.eq(running & (addr + cols <= self.avail) & (queue.level + in_flight < self._QUEUE))
+        m.d.comb += issue.eq(running & (end <= self.avail) & credit_ok)
+        restart = [addr.eq(0), end.eq(cols), r_addr.eq(self.base)]
         with m.If(self.start & ~self.busy):
-            m.d.sync += [running.eq((self.k != 0) & (self.n_tiles != 0) & (self.m_tiles != 0)), k.eq(0),
-                         nt.eq(self.n_tiles - 1), addr.eq(0), tile.eq(self.m_tiles - 1)]
-        with m.Elif(issue):
-            m.d.sync += [k.eq(k + 1), addr.eq(addr + cols)]
-            with m.If(k == self.k - 1):
-                m.d.sync += [k.eq(0), nt.eq(nt - 1)]
-                with m.If(nt == 0):
-                    m.d.sync += [nt.eq(self.n_tiles - 1), addr.eq(0), tile.eq(tile - 1)]
-                    with m.If(tile == 0):
-                        m.d.sync += running.eq(0)
-        m.d.comb += [self.r_en.eq(issue), self.r_addr.eq(self.base + addr)]
+            m.d.sync += [running.eq((self.k != 0) & (self.n_tiles != 0) & (self.m_tiles != 0)),
+                         k_left.eq(self.k - 1), nt.eq(self.n_tiles - 1), tile.eq(self.m_tiles - 1), *restart,
+                         credit.eq(self._QUEUE), credit_ok.eq(1)]
+        with m.Else():
+            next_credit = credit - issue + (queue.r_en & queue.r_rdy)
+            m.d.sync += [credit.eq(next_credit), credit_ok.eq(next_credit != 0)]
+            with m.If(issue):
+                m.d.sync += [k_left.eq(k_left - 1), addr.eq(addr + cols), end.eq(end + cols),
+                             r_addr.eq(r_addr + cols)]
+                with m.If(k_left == 0):
+                    m.d.sync += [k_left.eq(self.k - 1), nt.eq(nt - 1)]
+                    with m.If(nt == 0):
+                        m.d.sync += [nt.eq(self.n_tiles - 1), tile.eq(tile - 1), *restart]
+                        with m.If(tile == 0):
+                            m.d.sync += running.eq(0)
+        m.d.comb += [self.r_en.eq(issue), self.r_addr.eq(r_addr)]
         m.d.sync += pipe[0].eq(issue)
         for k in range(1, len(pipe)):
             m.d.sync += pipe[k].eq(pipe[k - 1])
