@@ -431,11 +431,13 @@ def test_engine_parts_are_named_and_an_unknown_one_refused(tmp_path):
 def test_an_engine_part_synthesizes_places_and_routes_alone(tmp_path):
     from int8_systolic.fpga.parts import format_table, synthesize_parts
 
-    [result] = synthesize_parts(4, 4, ["tables"], out_dir=tmp_path, log=lambda _: None)
-    assert result["part"] == "tables"
+    # (the layer check: its set-up multiplier is two MULT18X18D, black boxes the script must know)
+    [result] = synthesize_parts(4, 4, ["check"], out_dir=tmp_path, log=lambda _: None)
+    assert result["part"] == "check"
+    assert result["dsps"] == 2
     assert result["luts"] > 0
     assert result["fmax_mhz"] > 0
     assert result["critical_path"]["delay_ns"] > 0
     saved = json.loads((tmp_path / "engine_parts.json").read_text())
     assert saved["parts"] == [result]
-    assert "| tables |" in format_table([result])
+    assert "| check |" in format_table([result])

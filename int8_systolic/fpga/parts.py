@@ -67,7 +67,8 @@ def synthesize_parts(rows=8, cols=8, parts=None, *, out_dir="build/synth", log=p
         # the flow's own preparation (checks, copies kept apart, alias wires purged), then its synthesis
         checks = CHECKS.replace("-top top", f"-top {top}")
         _run([yosys, "-q", "-l", "yosys.log", "-p",
-              f"read_verilog engine.v; {checks}; {KEEP}; {PURGE}; synth_ecp5 -top {top} -json part.json; "
+              f"read_verilog engine.v; {TARGETS['ecp5']['cells']}; {checks}; {KEEP}; {PURGE}; "
+              f"synth_ecp5 -top {top} -json part.json; "
               "check -assert; tee -q -o stat.json stat -json"], work / "yosys.stdout", f"yosys synthesis of {part}",
              cwd=work)
         t1 = time.monotonic()
