@@ -11,7 +11,7 @@ behind the buffer's latency has room for them, and once the word is loaded: ``av
 bytes of the weights are in the buffer (they may still be loading).
 """
 
-from amaranth import Module, Signal
+from amaranth import Module, Mux, Signal
 from amaranth.lib import fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -55,21 +55,27 @@ class WeightStreamer(wiring.Component):
         issue = Signal()
         m.d.comb += issue.eq(running & (end <= self.avail) & credit_ok)
         restart = [addr.eq(0), end.eq(cols), r_addr.eq(self.base)]
+        # the countdowns' zero tests, registered with them
+        k_last, nt_last, tile_last = Signal(), Signal(), Signal()
         with m.If(self.start & ~self.busy):
             m.d.sync += [running.eq((self.k != 0) & (self.n_tiles != 0) & (self.m_tiles != 0)),
                          k_left.eq(self.k - 1), nt.eq(self.n_tiles - 1), tile.eq(self.m_tiles - 1), *restart,
+                         k_last.eq(self.k == 1), nt_last.eq(self.n_tiles == 1), tile_last.eq(self.m_tiles == 1),
                          credit.eq(self._QUEUE), credit_ok.eq(1)]
         with m.Else():
-            next_credit = credit - issue + (queue.r_en & queue.r_rdy)
-            m.d.sync += [credit.eq(next_credit), credit_ok.eq(next_credit != 0)]
+            # the credit's next value for both outcomes of the issue, from registers; the issue picks one last
+            base = credit + (queue.r_en & queue.r_rdy)
+            m.d.sync += [credit.eq(base - issue), credit_ok.eq(Mux(issue, base - 1 != 0, base != 0))]
             with m.If(issue):
-                m.d.sync += [k_left.eq(k_left - 1), addr.eq(addr + cols), end.eq(end + cols),
-                             r_addr.eq(r_addr + cols)]
-                with m.If(k_left == 0):
-                    m.d.sync += [k_left.eq(self.k - 1), nt.eq(nt - 1)]
-                    with m.If(nt == 0):
-                        m.d.sync += [nt.eq(self.n_tiles - 1), tile.eq(tile - 1), *restart]
-                        with m.If(tile == 0):
+                m.d.sync += [k_left.eq(k_left - 1), k_last.eq(k_left == 1), addr.eq(addr + cols),
+                             end.eq(end + cols), r_addr.eq(r_addr + cols)]
+                with m.If(k_last):
+                    m.d.sync += [k_left.eq(self.k - 1), k_last.eq(self.k == 1), nt.eq(nt - 1),
+                                 nt_last.eq(nt == 1)]
+                    with m.If(nt_last):
+                        m.d.sync += [nt.eq(self.n_tiles - 1), nt_last.eq(self.n_tiles == 1), tile.eq(tile - 1),
+                                     tile_last.eq(tile == 1), *restart]
+                        with m.If(tile_last):
                             m.d.sync += running.eq(0)
         m.d.comb += [self.r_en.eq(issue), self.r_addr.eq(r_addr)]
         m.d.sync += pipe[0].eq(issue)

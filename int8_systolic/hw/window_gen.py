@@ -71,10 +71,10 @@ class WindowGenerator(wiring.Component):
         ("hwc", "in_h", "wc"), ("pixels", "batch", "ohw"),
     )
     SETUP = setup_cycles(PRODUCTS) + 1
-    # Read pipeline: a read generated, then five registered stages to the read queue (``_GEN`` cycles from the
-    # counters to the queue's head); issued, it is registered to the buffer, then the buffer's latency; reads
-    # are issued only while the step queue behind has room for every read in flight.
-    _GEN = 6
+    # Read pipeline: a read generated, then five registered stages to the read queue, whose head is registered
+    # (``_GEN`` cycles from the counters to the head); issued, it is registered to the buffer, then the buffer's
+    # latency; reads are issued only while the step queue behind has room for every read in flight.
+    _GEN = 7
     _STAGES = 1 + ByteBuffer.LATENCY
     _QUEUE = 8
     # Cycles from a block's last read generated to its first step offered on ``o``: the generation, the read
@@ -259,7 +259,8 @@ class WindowGenerator(wiring.Component):
         pad = Cat(~g5_row_ok | (g5_off + j < lo) | (g5_off + j >= hi) for j in range(width))
         read = data.StructLayout({"raddr": self.addr_width, "end": signed(len(g5_end)), "pad": width, "last": 1,
                                   "n": len(g5_n)})
-        reads = m.submodules.reads = fifo.SyncFIFO(width=read.size, depth=reads_depth)
+        # (buffered: the head comes from flip-flops, not through the queue's LUT RAM, into the issue's comparison)
+        reads = m.submodules.reads = fifo.SyncFIFOBuffered(width=read.size, depth=reads_depth)
         entry = Signal(read)
         m.d.comb += [entry.raddr.eq(g5_raddr), entry.end.eq(g5_end), entry.pad.eq(pad), entry.last.eq(g5_last),
                      entry.n.eq(g5_n), reads.w_en.eq(g5_v), reads.w_data.eq(entry)]
@@ -270,10 +271,12 @@ class WindowGenerator(wiring.Component):
         m.d.comb += issue.eq(reads.r_rdy & step_ok & ((self.avail >= self.total) | (head.end <= self.avail)))
         m.d.comb += reads.r_en.eq(issue)
         with m.If(~fsm.ongoing("IDLE")):
-            next_gen = gen_credit - adv + issue
-            next_step = step_credit - issue + (queue.r_en & queue.r_rdy)
-            m.d.sync += [gen_credit.eq(next_gen), gen_ok.eq(next_gen != 0), step_credit.eq(next_step),
-                         step_ok.eq(next_step != 0)]
+            # each credit's next value for both outcomes of the issue, from registers; the issue picks one last
+            taken = queue.r_en & queue.r_rdy
+            gen_base, step_base = gen_credit - adv, step_credit + taken
+            m.d.sync += [gen_credit.eq(gen_base + issue), step_credit.eq(step_base - issue),
+                         gen_ok.eq(Mux(issue, gen_base + 1 != 0, gen_base != 0)),
+                         step_ok.eq(Mux(issue, step_base - 1 != 0, step_base != 0))]
         # the read, registered to the buffer
         r_en, r_addr = reg(issue, "s1_en"), reg(head.raddr, "s1_addr")
         m.d.comb += [self.r_en.eq(r_en), self.r_addr.eq(r_addr)]
