@@ -91,9 +91,9 @@ class DepthwiseWindows(wiring.Component):
     )
     _SCHED = 16         # steps issued and not yet served (the schedule queue's depth)
     _QUEUE = 16         # steps served and not yet taken (the output queue's depth)
-    # issue to the schedule queue (copies, addresses, banks, ranks, cycle count), the queue and the serve
+    # issue to the schedule queue (copies, addresses, edges, banks, ranks, cycle count), the queue and the serve
     # register, the serve stage's two, the buffer, the banks' pair, the lanes' bytes, then the output queue
-    LATENCY = 5 + 2 + 2 + ByteBuffer.LATENCY + 2 + 1
+    LATENCY = 6 + 2 + 2 + ByteBuffer.LATENCY + 2 + 1
 
     def __init__(self, rows=8, cols=8, *, banks=8, bank_bytes=8, addr_width=16, dsp="generic"):
         pow2 = lambda n: isinstance(n, int) and n >= 2 and n & (n - 1) == 0  # noqa: E731
@@ -333,13 +333,17 @@ class DepthwiseWindows(wiring.Component):
         b_addr = [reg((a_base[i] + a_tq)[:aw], f"b_addr{i}") for i in range(rows)]
         b_y = [reg(a_y[i] + a_khy, f"b_y{i}") for i in range(rows)]
         b_x = [reg(a_x[i] + a_kwx, f"b_x{i}") for i in range(rows)]
+        # --- B2: the tap's position against the input's edges, each comparison registered ---
+        b2_v, b2_sel = reg(b_v, "b2_v"), reg(b_sel, "b2_sel")
+        b2_in = [reg(Cat(b_ok[i], b_y[i] >= 0, b_y[i] < g.in_h, b_x[i] >= 0, b_x[i] < g.in_w), f"b2_in{i}")
+                 for i in range(rows)]
+        b2_addr = [reg(b_addr[i], f"b2_addr{i}") for i in range(rows)]
         # --- C: real or padding; the read's banks and rows ---
-        c_v, c_sel = reg(b_v, "c_v"), reg(b_sel, "c_sel")
+        c_v, c_sel = reg(b2_v, "c_v"), reg(b2_sel, "c_sel")
         c_pad, c_unal, c_first, c_off, c_row1, c_row2, c_use = [], [], [], [], [], [], []
         for i in range(rows):
-            y, x = b_y[i], b_x[i]
-            real = b_ok[i] & (y >= 0) & (y < g.in_h) & (x >= 0) & (x < g.in_w)
-            off, first, row = b_addr[i][:obits], b_addr[i][obits:lane_bits], b_addr[i][lane_bits:]
+            real = b2_in[i].all()
+            off, first, row = b2_addr[i][:obits], b2_addr[i][obits:lane_bits], b2_addr[i][lane_bits:]
             onehot = Signal(banks, name=f"onehot{i}")
             m.d.comb += onehot.eq(Cat(first == b for b in range(banks)))
             c_pad.append(reg(~real, f"c_pad{i}"))
