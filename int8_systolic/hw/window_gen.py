@@ -71,10 +71,10 @@ class WindowGenerator(wiring.Component):
         ("hwc", "in_h", "wc"), ("pixels", "batch", "ohw"),
     )
     SETUP = setup_cycles(PRODUCTS) + 1
-    # Read pipeline: a read generated, then five registered stages to the read queue, whose head is registered
+    # Read pipeline: a read generated, then six registered stages to the read queue, whose head is registered
     # (``_GEN`` cycles from the counters to the head); issued, it is registered to the buffer, then the buffer's
     # latency; reads are issued only while the step queue behind has room for every read in flight.
-    _GEN = 7
+    _GEN = 8
     _STAGES = 1 + ByteBuffer.LATENCY
     _QUEUE = 8
     # Cycles from a block's last read generated to its first step offered on ``o``: the generation, the read
@@ -249,21 +249,23 @@ class WindowGenerator(wiring.Component):
         g4_row_ok = reg(g3_ok & (g3_y >= 0) & (g3_y < g.in_h), "g4_row_ok")
         g4_lo_raw, g4_hi_raw = reg(-g3_x, "g4_lo_raw"), reg(const["wc"] - g3_x, "g4_hi_raw")
         g4_off, g4_len = reg(g3_off, "g4_off"), reg(g3_len, "g4_len")
-        # G5: the clamps, then the read queue
+        # G5: the clamps
         lo = reg(Mux(g4_lo_raw < 0, 0, Mux(g4_lo_raw > g4_len, g4_len, g4_lo_raw)), "g5_lo")
         hi = reg(Mux(g4_hi_raw < 0, 0, Mux(g4_hi_raw > g4_len, g4_len, g4_hi_raw)), "g5_hi")
         g5_v, g5_last, g5_n = reg(g4_v, "g5_v"), reg(g4_last, "g5_last"), reg(g4_n, "g5_n")
         g5_raddr, g5_end, g5_row_ok, g5_off = reg(g4_raddr, "g5_raddr"), reg(g4_end, "g5_end"), \
             reg(g4_row_ok, "g5_row_ok"), reg(g4_off[:32], "g5_off")
-        # the read's padding mask (the run's columns grow with the byte)
-        pad = Cat(~g5_row_ok | (g5_off + j < lo) | (g5_off + j >= hi) for j in range(width))
-        read = data.StructLayout({"raddr": self.addr_width, "end": signed(len(g5_end)), "pad": width, "last": 1,
-                                  "n": len(g5_n)})
+        # G6: the read's padding mask (the run's columns grow with the byte), then the read queue
+        pad = reg(Cat(~g5_row_ok | (g5_off + j < lo) | (g5_off + j >= hi) for j in range(width)), "g6_pad")
+        g6_v, g6_last, g6_n = reg(g5_v, "g6_v"), reg(g5_last, "g6_last"), reg(g5_n, "g6_n")
+        g6_raddr, g6_end = reg(g5_raddr, "g6_raddr"), reg(g5_end, "g6_end")
+        read = data.StructLayout({"raddr": self.addr_width, "end": signed(len(g6_end)), "pad": width, "last": 1,
+                                  "n": len(g6_n)})
         # (buffered: the head comes from flip-flops, not through the queue's LUT RAM, into the issue's comparison)
         reads = m.submodules.reads = fifo.SyncFIFOBuffered(width=read.size, depth=reads_depth)
         entry = Signal(read)
-        m.d.comb += [entry.raddr.eq(g5_raddr), entry.end.eq(g5_end), entry.pad.eq(pad), entry.last.eq(g5_last),
-                     entry.n.eq(g5_n), reads.w_en.eq(g5_v), reads.w_data.eq(entry)]
+        m.d.comb += [entry.raddr.eq(g6_raddr), entry.end.eq(g6_end), entry.pad.eq(pad), entry.last.eq(g6_last),
+                     entry.n.eq(g6_n), reads.w_en.eq(g6_v), reads.w_data.eq(entry)]
 
         # the issue: the queue's head, once its bytes are in (or the whole input is: past its end is padding)
         head = Signal(read)
