@@ -94,6 +94,7 @@ def test_wakeword_model_on_verilator(seed):
 
 
 @pytest.mark.sim
+@pytest.mark.slow       # make sim runs the generated CNN on the core and on the engine (every tensor against TFLM)
 def test_generated_cnn_on_verilator_and_icarus(seed):
     res = run_model("cnn", sim="verilator", steps=2, seed=seed)
     _check(res, 2)

@@ -244,6 +244,7 @@ def test_narrow_io_scan_chain_and_signature():
     assert len(set(seen)) > 4
 
 
+@pytest.mark.slow       # make synth-seeds runs it; the flow's other tests stay in make test
 def test_seed_sweep(tmp_path):
     """One netlist, placed and routed with two seeds side by side: each seed's figures are those of
     its own nextpnr report, and the summary's spread is computed from them."""
