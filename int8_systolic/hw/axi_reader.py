@@ -91,9 +91,9 @@ def take_command(m, master, active, *, whole_beats):
 
 def burst_beats(m, addr, beats_left, max_burst, size_log2):
     """The next burst's beats: at most ``max_burst``, what is left, and what fits before the next 4 KB boundary;
-    registered, so it is the value of ``addr`` and ``beats_left`` a cycle ago. Returns ``(burst, fresh)``: ``fresh``
-    is low in the cycle after ``changed`` (an assignment the caller makes true when it moves ``addr`` or
-    ``beats_left``), when ``burst`` is stale. A master issues at most every other cycle (its valid stays up a cycle),
+    registered, so it is the value of ``addr`` and ``beats_left`` a cycle ago. Returns ``(burst, fresh, changed)``:
+    the caller drives ``changed`` high in a cycle it moves ``addr`` or ``beats_left``, and ``fresh`` is low in the
+    cycle after, when ``burst`` is stale. A master issues at most every other cycle (its valid stays up a cycle),
     so the register costs only the cycle after a command is taken."""
     to_boundary = Signal(13 - size_log2 + 1)
     limit = Signal(len(beats_left))

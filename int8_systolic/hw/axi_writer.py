@@ -27,6 +27,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axi_reader import ERRORS, burst_beats, check_parameters, command_layout, take_command
+from .pipeline import popcount
 
 __all__ = ["ERRORS", "AxiWriter", "axi4_write_members"]
 
@@ -131,12 +132,10 @@ class AxiWriter(wiring.Component):
         ]
         with m.If(w_taken):
             m.d.sync += sent.eq(Mux(w_last, 0, sent + 1))
-        # the beat's bytes counted a cycle later (a balanced sum of its strobes, registered)
-        strobes = [buf.r_data[self.data_width + i] for i in range(self.bytes)]
-        while len(strobes) > 1:
-            strobes = [strobes[k] + strobes[k + 1] for k in range(0, len(strobes), 2)]
+        # the beat's bytes (its strobes) counted a cycle later
         counted = Signal(range(self.bytes + 1))
-        m.d.sync += [counted.eq(Mux(w_taken, strobes[0], 0)), self.bytes_written.eq(self.bytes_written + counted)]
+        strobes = popcount(buf.r_data[self.data_width + i] for i in range(self.bytes))
+        m.d.sync += [counted.eq(Mux(w_taken, strobes, 0)), self.bytes_written.eq(self.bytes_written + counted)]
 
         # --- B ---
         m.d.comb += self.m_axi_bready.eq(1)

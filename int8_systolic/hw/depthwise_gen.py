@@ -43,7 +43,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
-from .pipeline import KEEP_APART
+from .pipeline import KEEP_APART, delayed, popcount
 from .products import latch_products, sequential_products, setup_cycles
 
 __all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
@@ -67,14 +67,6 @@ def input_pitch(in_c, bank_bytes, beat_bytes):
         return in_c + bank_bytes if in_c % (2 * bank_bytes) == 0 and in_c % beat_bytes == 0 else in_c
     low = (max(2 * bank_bytes, beat_bytes) - 1).bit_length()      # both powers of two: the larger divides
     return Mux(in_c[:low] == 0, in_c + bank_bytes, in_c)
-
-
-def _popcount(bits):
-    """The number of set bits among ``bits`` (a list of 1-bit values), as a balanced tree of adds."""
-    vals = list(bits) or [Const(0, 1)]
-    while len(vals) > 1:
-        vals = [vals[k] + vals[k + 1] if k + 1 < len(vals) else vals[k] for k in range(0, len(vals), 2)]
-    return vals[0]
 
 
 class DepthwiseWindows(wiring.Component):
@@ -126,15 +118,8 @@ class DepthwiseWindows(wiring.Component):
         rbits = max((rows - 1).bit_length(), 1)     # a half-read's rank among its bank's
         rw = self.row_bits
 
-        def reg(value, name, *, en=None):
-            """``value`` one cycle later (taken only when ``en``, if given)."""
-            r = Signal(value.shape(), name=name)
-            if en is None:
-                m.d.sync += r.eq(value)
-            else:
-                with m.If(en):
-                    m.d.sync += r.eq(value)
-            return r
+        def reg(value, name):
+            return delayed(m, value, 1, name)
 
         # --- the layer's constants, one product a cycle ---
         step = Signal(range(self.SETUP + 1))
@@ -248,6 +233,8 @@ class DepthwiseWindows(wiring.Component):
                for name in ("running", "cur_valid", "cur_in", "credit_ok")}
         issue = Signal()
         pop = Signal()                              # the serve stage takes a step from the schedule queue
+        next_credit = Signal.like(sched_credit)
+        m.d.comb += next_credit.eq(sched_credit - issue + pop)
         m.d.comb += issue.eq(running & cur_valid & cur_in & credit_ok)
         issues = [Signal(name=f"issue{k}") for k in range(groups)]
         m.d.comb += [issues[k].eq(dup["running"][k] & dup["cur_valid"][k] & dup["cur_in"][k] & dup["credit_ok"][k])
@@ -275,7 +262,7 @@ class DepthwiseWindows(wiring.Component):
         with m.If(fsm.ongoing("IDLE") & self.start):
             m.d.comb += nxt["credit_ok"].eq(1)
         with m.Elif(~fsm.ongoing("IDLE")):
-            m.d.comb += nxt["credit_ok"].eq(sched_credit - issue + pop != 0)
+            m.d.comb += nxt["credit_ok"].eq(next_credit != 0)
         for name, value in (("running", running), ("cur_valid", cur_valid), ("cur_in", cur_in),
                             ("credit_ok", credit_ok)):
             m.d.sync += [value.eq(nxt[name]), *(c.eq(nxt[name]) for c in dup[name])]
@@ -317,8 +304,8 @@ class DepthwiseWindows(wiring.Component):
         with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
             m.d.sync += [*(q[j].eq(q0[j]) for j in range(cols)), *(r[j].eq(r0[j]) for j in range(cols))]
 
-        # --- A: the step's pixels and tap, copied every cycle (the tile and tap may change next cycle; a copy without
-        # an enable keeps `issue`, which every counter already waits on, off some 500 more flip-flops) ---
+        # --- A: the step's pixels and tap, copied every cycle (the tile and tap may change next cycle), with no
+        # enable: `issue` already has the counters to drive ---
         sel_width = obits + 1                       # lane j's byte in a read, less the read's first byte's
         a_v = reg(issue, "a_v")
         a_base = [reg(cur_base[i], f"a_base{i}") for i in range(rows)]
@@ -362,9 +349,9 @@ class DepthwiseWindows(wiring.Component):
         d_off = [reg(c_off[i], f"d_off{i}") for i in range(rows)]
         d_row1 = [reg(c_row1[i], f"d_row1_{i}") for i in range(rows)]
         d_row2 = [reg(c_row2[i], f"d_row2_{i}") for i in range(rows)]
-        d_rank = [reg(Cat(Cat(_popcount(c_use[k][b] for k in range(i)), Const(0, rbits))[:rbits]
+        d_rank = [reg(Cat(Cat(popcount(c_use[k][b] for k in range(i)), Const(0, rbits))[:rbits]
                           for b in range(banks)), f"d_rank{i}") for i in range(rows)]
-        d_count = [reg(_popcount(c_use[k][b] for k in range(rows)), f"d_count{b}") for b in range(banks)]
+        d_count = [reg(popcount(c_use[k][b] for k in range(rows)), f"d_count{b}") for b in range(banks)]
         # --- E: the ranks of each read's two banks; whether the step has a round after round c ---
         # (fields of several elements are flat, sliced by hand: no element alias wires "x.f[i]", on which Yosys'
         # ABC9 pass asserts unless they are purged first, YosysHQ/yosys#4349)
@@ -401,7 +388,6 @@ class DepthwiseWindows(wiring.Component):
         taken = Signal()
         m.d.comb += taken.eq(self.o.valid & self.o.ready)
         with m.If(~fsm.ongoing("IDLE")):
-            next_credit = sched_credit - issue + pop
             m.d.sync += [sched_credit.eq(next_credit), out_credit.eq(out_credit - pop + taken),
                          outstanding.eq(outstanding + issue - taken)]
         # S1: which half-read each bank serves this round
@@ -429,9 +415,7 @@ class DepthwiseWindows(wiring.Component):
         m.d.comb += self.g_rows.eq(g_rows)
         g_en = reg(s1.v, "g_en_r")
         m.d.comb += self.g_en.eq(g_en)
-        s2 = reg(s1, "side_s2")
-        x1 = reg(s2, "side_x1")
-        x2 = reg(x1, "side_x2")                          # beside the buffer's data
+        x2 = delayed(m, s1, 3, "side_s")            # beside the buffer's data
 
         # --- the data: each read's two banks, then each lane's byte, padding as the zero point ---
         # (selections by shifts, not case statements: Icarus never evaluates a case block whose inputs have not

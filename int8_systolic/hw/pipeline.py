@@ -1,4 +1,5 @@
-"""Delay lines: values registered a number of cycles, each register named ``f"{name}{n}"`` (n from 1).
+"""Delay lines: values registered a number of cycles, each register named ``f"{name}{n}"`` (n from 1); and
+:func:`popcount`, a balanced sum of single bits.
 
 Used wherever the RTL moves values one register per cycle on purpose (skew, transit between
 distant blocks, credits returned a few cycles late).
@@ -14,9 +15,9 @@ conflict that changed the iCE40 netlist), so ``fpga.synth`` marks keep the flip-
 
 from typing import NamedTuple
 
-from amaranth import Signal
+from amaranth import Const, Signal
 
-__all__ = ["KEEP_APART", "Line", "delay_lines", "delayed"]
+__all__ = ["KEEP_APART", "Line", "delay_lines", "delayed", "popcount"]
 
 KEEP_APART = {"DONT_TOUCH": "true", "preserve": 1}
 
@@ -48,3 +49,12 @@ def delay_lines(m, cycles, lines):
 def delayed(m, value, cycles, name, *, shape=None, reset_less=False, keep=False):
     """``value`` through ``cycles`` registers (see :func:`delay_lines`); returns the last one."""
     return delay_lines(m, cycles, [Line(value, name, shape, reset_less, keep)])[0]
+
+
+def popcount(bits):
+    """The number of set bits among ``bits`` (1-bit values), as a balanced tree of additions (a plain ``sum`` is a
+    chain of adders as deep as the bits are many)."""
+    vals = list(bits) or [Const(0, 1)]
+    while len(vals) > 1:
+        vals = [vals[k] + vals[k + 1] if k + 1 < len(vals) else vals[k] for k in range(0, len(vals), 2)]
+    return vals[0]

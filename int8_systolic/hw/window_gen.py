@@ -41,6 +41,7 @@ from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
+from .pipeline import Line, delay_lines, delayed
 from .products import latch_products, sequential_products, setup_cycles
 from .transpose import Transpose
 
@@ -146,7 +147,7 @@ class WindowGenerator(wiring.Component):
         adv = Signal()
         m.d.comb += adv.eq(running & gen_ok)
         issue = Signal()
-        in_flight = Signal(range(reads_depth + self._QUEUE + 8))   # generated, not yet in the step queue
+        in_flight = Signal(range(reads_depth + self._STAGES + 1))   # generated, not yet in the step queue
 
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
@@ -203,9 +204,7 @@ class WindowGenerator(wiring.Component):
                 m.d.sync += i.eq(i + 1)
 
         def reg(value, name):
-            r = Signal(value.shape(), name=name)
-            m.d.sync += r.eq(value)
-            return r
+            return delayed(m, value, 1, name)
 
         # G1: the read's terms, copied (every cycle: the counters move on after a read)
         remaining = Signal(32)
@@ -254,7 +253,7 @@ class WindowGenerator(wiring.Component):
         hi = reg(Mux(g4_hi_raw < 0, 0, Mux(g4_hi_raw > g4_len, g4_len, g4_hi_raw)), "g5_hi")
         g5_v, g5_last, g5_n = reg(g4_v, "g5_v"), reg(g4_last, "g5_last"), reg(g4_n, "g5_n")
         g5_raddr, g5_end, g5_row_ok, g5_off = reg(g4_raddr, "g5_raddr"), reg(g4_end, "g5_end"), \
-            reg(g4_row_ok, "g5_row_ok"), reg(g4_off[:32], "g5_off")
+            reg(g4_row_ok, "g5_row_ok"), reg(g4_off, "g5_off")
         # G6: the read's padding mask (the run's columns grow with the byte), then the read queue
         pad = reg(Cat(~g5_row_ok | (g5_off + j < lo) | (g5_off + j >= hi) for j in range(width)), "g6_pad")
         g6_v, g6_last, g6_n = reg(g5_v, "g6_v"), reg(g5_last, "g6_last"), reg(g5_n, "g6_n")
@@ -284,12 +283,8 @@ class WindowGenerator(wiring.Component):
         m.d.comb += [self.r_en.eq(r_en), self.r_addr.eq(r_addr)]
 
         # the mask and steps alongside the buffer's read
-        masks = [Signal(width + (width + 1).bit_length() + 1, name=f"mask{k}") for k in range(self._STAGES)]
-        valids = [Signal(name=f"valid{k}") for k in range(self._STAGES)]
-        m.d.sync += [masks[0].eq(Cat(head.pad, Mux(head.last, head.n, 0), head.last)), valids[0].eq(issue)]
-        for k in range(1, self._STAGES):
-            m.d.sync += [masks[k].eq(masks[k - 1]), valids[k].eq(valids[k - 1])]
-        m2, v2 = masks[-1], valids[-1]
+        m2, v2 = delay_lines(m, self._STAGES, [Line(Cat(head.pad, Mux(head.last, head.n, 0), head.last), "mask"),
+                                               Line(issue, "valid")])
         m.d.sync += in_flight.eq(in_flight + adv - v2)
         zp = g.zero_point.as_unsigned()
         merged = Cat(Mux(m2[j], zp, self.r_data[8 * j:8 * j + 8]) for j in range(width))
