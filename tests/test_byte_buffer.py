@@ -90,7 +90,7 @@ def test_bank_reads_equal_a_bytearray(lanes, bank_bytes):
                 ctx.set(dut.g_rows, rows)
                 want = b"".join(bytes(model[r * lanes + b * bank_bytes:r * lanes + (b + 1) * bank_bytes])
                                 for b, r in enumerate(rows))
-                due.append((t + ByteBuffer.LATENCY, "bank", want))
+                due.append((t + ByteBuffer.G_LATENCY, "bank", want))
             if write:
                 for j in range(width):
                     if strb >> j & 1:

@@ -13,15 +13,18 @@ pytestmark = pytest.mark.sim
 
 # (`make sim` runs these as its engine jobs, sim.regress.ENGINE_CONFIGS; make test runs the Icarus one, about 15 s,
 # beside the engine's Amaranth-simulator tests, tests/test_engine.py)
-@pytest.mark.parametrize(("simulator", "rows", "cols", "data_width", "latency", "layers"), [
-    pytest.param("verilator", 8, 8, 64, 20, 6, marks=pytest.mark.slow),
-    pytest.param("verilator", 8, 8, 32, 30, 4, marks=pytest.mark.slow),
-    pytest.param("verilator", 8, 8, 128, 20, 4, marks=pytest.mark.slow),
-    ("icarus", 4, 4, 64, 20, 2)])
-def test_engine_layers_errors_and_reset(simulator, rows, cols, data_width, latency, layers):
+# (dsp="ecp5": the DP16KD buffers and tables and MULT18X18D multipliers, with sim/ecp5_models.py's models)
+@pytest.mark.parametrize(("simulator", "rows", "cols", "data_width", "latency", "layers", "dsp"), [
+    pytest.param("verilator", 8, 8, 64, 20, 6, "generic", marks=pytest.mark.slow),
+    pytest.param("verilator", 8, 8, 32, 30, 4, "generic", marks=pytest.mark.slow),
+    pytest.param("verilator", 8, 8, 128, 20, 4, "generic", marks=pytest.mark.slow),
+    pytest.param("verilator", 8, 8, 64, 20, 4, "ecp5", marks=pytest.mark.slow),
+    ("icarus", 4, 4, 64, 20, 2, "generic")])
+def test_engine_layers_errors_and_reset(simulator, rows, cols, data_width, latency, layers, dsp):
     small = simulator == "icarus"      # (Icarus: small buffers and layers)
-    results = run_component(simulator, engine_for(simulator, rows, cols, data_width), "int8_systolic_engine",
-                            "int8_systolic.sim.tb_engine", tag=f"engine_{rows}x{cols}_{data_width}",
+    results = run_component(simulator, engine_for(simulator, rows, cols, data_width, dsp), "int8_systolic_engine",
+                            "int8_systolic.sim.tb_engine", tag=f"engine_{rows}x{cols}_{data_width}_{dsp}",
+                            ecp5=dsp == "ecp5",
                             extra_env={"TB_SEED": str(data_width), "TB_LATENCY": str(latency),
                                        "TB_LAYERS": str(layers), "TB_COLS": str(cols), "TB_SMALL": str(int(small))})
     assert [r["test"] for r in results] == ["layers", "errors", "reset_mid_list"], \

@@ -85,7 +85,7 @@ class DepthwiseWindows(wiring.Component):
     _QUEUE = 16         # steps served and not yet taken (the output queue's depth)
     # issue to the schedule queue (copies, addresses, edges, banks, ranks, cycle count), the queue and the serve
     # register, the serve stage's two, the buffer, the banks' pair, the lanes' bytes, then the output queue
-    LATENCY = 6 + 2 + 2 + ByteBuffer.LATENCY + 2 + 1
+    LATENCY = 6 + 2 + 2 + ByteBuffer.G_LATENCY + 2 + 1
 
     def __init__(self, rows=8, cols=8, *, banks=8, bank_bytes=8, addr_width=16, dsp="generic"):
         pow2 = lambda n: isinstance(n, int) and n >= 2 and n & (n - 1) == 0  # noqa: E731
@@ -415,7 +415,7 @@ class DepthwiseWindows(wiring.Component):
         m.d.comb += self.g_rows.eq(g_rows)
         g_en = reg(s1.v, "g_en_r")
         m.d.comb += self.g_en.eq(g_en)
-        x2 = delayed(m, s1, 3, "side_s")            # beside the buffer's data
+        x2 = delayed(m, s1, 1 + ByteBuffer.G_LATENCY, "side_s")   # beside the buffer's data
 
         # --- the data: each read's two banks, then each lane's byte, padding as the zero point ---
         # (selections by shifts, not case statements: Icarus never evaluates a case block whose inputs have not

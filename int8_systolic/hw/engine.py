@@ -142,8 +142,8 @@ class Engine(wiring.Component):
         m.submodules.tables = tables = TableLoader(cols, self.max_col_tiles, self.data_width)
         in_bits, w_bits = (self.in_depth - 1).bit_length(), (self.w_depth - 1).bit_length()
         m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=self.banks * self.bank_bytes,
-                                                  bank_bytes=self.bank_bytes, bank_port=True)
-        m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth)
+                                                  bank_bytes=self.bank_bytes, bank_port=True, dsp=self.dsp)
+        m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth, dsp=self.dsp)
         m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
         # the running layer's output, as it is written, also into the input buffer beside its input: the next layer's
         # input when it reads that output (the beats come from the packer, not from memory)

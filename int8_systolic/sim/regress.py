@@ -68,20 +68,23 @@ ENGINE_MODELS = [("okay_nabu", 5), ("cnn", 2), ("image_classification", 1), ("ke
                  ("visual_wake_words", 1), ("anomaly_detection", 1), ("keyword_spotting_mobilenetv2", 1)]
 AXI_TESTS = 7
 # The memory engine (int8_systolic/sim/tb_engine.py): (simulator, rows, cols, data width, memory latency, random
-# layers); Icarus on 4x4 (it simulates the 8x8 engine ~4x slower)
-ENGINE_CONFIGS = [("verilator", 8, 8, 64, 20, 8), ("verilator", 8, 8, 32, 30, 6), ("verilator", 8, 8, 128, 20, 6),
-                  ("icarus", 4, 4, 64, 20, 2)]
+# layers, primitives); Icarus on 4x4 (it simulates the 8x8 engine ~4x slower); the ECP5 build (DP16KD buffers and
+# tables, MULT18X18D multipliers) as make synth builds it
+ENGINE_CONFIGS = [("verilator", 8, 8, 64, 20, 8, "generic"), ("verilator", 8, 8, 32, 30, 6, "generic"),
+                  ("verilator", 8, 8, 128, 20, 6, "generic"), ("verilator", 8, 8, 64, 20, 6, "ecp5"),
+                  ("icarus", 4, 4, 64, 20, 2, "generic")]
 ENGINE_TESTS = 3
 SIM_DIR = build_root() / "sim"
 
 
-def engine_for(simulator, rows, cols, data_width):
+def engine_for(simulator, rows, cols, data_width, dsp="generic"):
     """The engine a testbench job builds: the default buffers on Verilator; on Icarus 2 KB ones (with the
-    testbench's small layers), which it simulates much faster."""
+    testbench's small layers), which it simulates much faster. ``dsp="ecp5"``: built on the ECP5's DP16KD and
+    MULT18X18D (simulated with sim/ecp5_models.py)."""
     from ..hw.engine import Engine
 
     small = {"in_depth": 2048, "w_depth": 2048, "out_depth": 2048} if simulator == "icarus" else {}
-    return Engine(rows, cols, data_width=data_width, **small)
+    return Engine(rows, cols, data_width=data_width, dsp=dsp, **small)
 
 
 def long_k(simulator, rows, cols):
@@ -131,8 +134,10 @@ def all_jobs():
         jobs.append(Job("axi_" + config_tag(*cfg), 20.0 if simulator == "icarus" else 30 + 0.35 * r * c,
                         config=cfg, axi=True))
     for cfg in ENGINE_CONFIGS:
-        simulator, r, c, width = cfg[:4]
-        jobs.append(Job(f"engine_{simulator}_{r}x{c}_{width}", 200.0 if simulator == "icarus" else 70.0, engine=cfg))
+        simulator, r, c, width, dsp = cfg[0], cfg[1], cfg[2], cfg[3], cfg[6]
+        suffix = "_ecp5" if dsp == "ecp5" else ""
+        jobs.append(Job(f"engine_{simulator}_{r}x{c}_{width}{suffix}", 200.0 if simulator == "icarus" else 70.0,
+                        engine=cfg))
     jobs.append(Job("engine_top_verilator_4x4_64", 40.0, engine_top=True))
     # (a Verilator build of ~45 s, then ~10 s of simulation a model)
     jobs.append(Job("models", 45.0 + 10 * len(MODELS), models=tuple(MODELS)))
@@ -186,18 +191,21 @@ def run_job(job, *, seed, problems, max_dim, waves):
     if job.engine:
         from .runner import component_dir, run_component
 
-        simulator, r, c, width, latency, layers = job.engine
+        simulator, r, c, width, latency, layers, dsp = job.engine
+        suffix = "_ecp5" if dsp == "ecp5" else ""
         try:
-            results = run_component(simulator, engine_for(simulator, r, c, width), "int8_systolic_engine",
-                                    "int8_systolic.sim.tb_engine", tag=f"engine_{r}x{c}_{width}",
+            results = run_component(simulator, engine_for(simulator, r, c, width, dsp), "int8_systolic_engine",
+                                    "int8_systolic.sim.tb_engine", tag=f"engine_{r}x{c}_{width}{suffix}",
+                                    ecp5=dsp == "ecp5",
                                     extra_env={"TB_SEED": str(seed), "TB_LATENCY": str(latency),
                                                "TB_LAYERS": str(layers), "TB_COLS": str(c),
                                                "TB_SMALL": str(int(simulator == "icarus"))},
                                     waves=waves, optimize=False)
         except SystemExit as exc:
             error, results = str(exc) or type(exc).__name__, []
-        _keep_junit(component_dir(simulator, f"engine_{r}x{c}_{width}"), job.tag)
-        return {"job": job.tag, "config": f"engine {r}x{c} {width}-bit", "simulator": simulator, "tests": len(results),
+        _keep_junit(component_dir(simulator, f"engine_{r}x{c}_{width}{suffix}"), job.tag)
+        config = f"engine {r}x{c} {width}-bit" + (" ECP5" if dsp == "ecp5" else "")
+        return {"job": job.tag, "config": config, "simulator": simulator, "tests": len(results),
                 "expected_tests": ENGINE_TESTS, "compared": sum(x["compared"] for x in results),
                 "failures": (1 if error else 0), "cycles": sum(x.get("cycles", 0) for x in results),
                 "seconds": round(time.monotonic() - t0, 1), "error": error, "coverage": False}

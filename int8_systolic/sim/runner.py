@@ -100,9 +100,11 @@ def component_dir(simulator, tag):
     return build_root() / "sim" / f"{simulator}_{tag}_{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 
-def run_component(simulator, component, name, module, *, tag, extra_env=None, waves=False, optimize=True):
+def run_component(simulator, component, name, module, *, tag, extra_env=None, waves=False, optimize=True,
+                  ecp5=False):
     """Export an Amaranth ``component`` as module ``name`` into its own build directory and run the cocotb
-    ``module`` on it; returns the result dicts the testbench wrote to ``TB_RESULTS`` (one JSON line each)."""
+    ``module`` on it; returns the result dicts the testbench wrote to ``TB_RESULTS`` (one JSON line each).
+    ``ecp5``: the component instantiates ECP5 primitives (``dsp="ecp5"``): their models join the sources."""
     from amaranth.back import verilog as amaranth_verilog
 
     build = component_dir(simulator, tag)
@@ -113,5 +115,6 @@ def run_component(simulator, component, name, module, *, tag, extra_env=None, wa
     results.unlink(missing_ok=True)
     env = {"TB_RESULTS": str(results),
            "PYTHONPATH": os.pathsep.join([str(SOURCE), os.environ.get("PYTHONPATH", "")]), **(extra_env or {})}
-    _run_cocotb(simulator, [str(source)], name, module, build, env, waves=waves, optimize=optimize)
+    sources = [str(source)] + ([str(path) for path in write_ecp5_models(build)] if ecp5 else [])
+    _run_cocotb(simulator, sources, name, module, build, env, waves=waves, optimize=optimize)
     return [json.loads(line) for line in results.read_text().splitlines()] if results.exists() else []
