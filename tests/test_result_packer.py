@@ -48,7 +48,7 @@ def test_rows_become_the_packed_tensor(rows, cols, data_width, m, n):
             ctx.set(dut.res.valid, offer)
             if offer:
                 ctx.set(dut.res.payload, [v & 0xFFFFFFFF for v in rows_left[0]])
-                assert ctx.get(dut.res.ready)
+                assert ctx.get(dut.res.ready)        # ready for every row of the layer, then not
                 rows_left.pop(0)
             ready = rng.random() < 0.6
             ctx.set(dut.beats.ready, ready)
@@ -64,6 +64,7 @@ def test_rows_become_the_packed_tensor(rows, cols, data_width, m, n):
                     await ctx.tick()
                 assert not ctx.get(dut.busy)
                 assert not ctx.get(dut.beats.valid)
+                assert not ctx.get(dut.res.ready)     # the next layer's rows wait for its start
                 return
         raise AssertionError("the output did not drain")
 

@@ -20,7 +20,10 @@ BARRIER). For each MAC command, in order:
    needs; the core (the GEMM scheduler and framer of the AXI top launch it) computes;
    :class:`hw.result_packer.ResultPacker` assembles the int8 NHWC output and hands each completed
    row tile's bytes to :class:`hw.axi_writer.AxiWriter` (inside the read-write window) as it goes.
-4. The engine waits for the output's write responses before the next command.
+4. Once the layer's steps are all taken, the next command starts while this one's last results are
+   computed, packed and written (the *drain*): a layer that reads the last one's output, captured in
+   the input buffer, waits for each byte as it lands there. The drain of the next layer starts when
+   this one's output is written (its write responses in).
 
 ``layer_done`` pulses when a command's output is written (its last write response in); ``step``
 is high for each array step, ``mem_wait`` in each cycle a layer with steps to come offered none
@@ -28,7 +31,8 @@ is high for each array step, ``mem_wait`` in each cycle a layer with steps to co
 ``END`` ends the list (``done`` pulses), ``BARRIER`` stops it (``barrier`` pulses). ``busy`` is high
 from the cycle after ``go`` until the engine is ready for the next ``go`` (with or after ``done``,
 ``barrier`` or the error bits); a ``go`` while ``busy`` is ignored. A read or write answered with an
-error response sets ``BUS`` and the list stops after the command in progress. Reset the engine only
+error response sets ``BUS`` and the list stops after the commands in progress (the one draining and
+the one computing, if any). Reset the engine only
 together with its AXI slave (docs/engine.md, Reset).
 
 Buffers (bytes, powers of two): ``in_depth`` (a layer's input), ``w_depth`` (its weights, the
@@ -215,8 +219,9 @@ class Engine(wiring.Component):
                      framer.push.eq(sched.launched), framer.counts.eq(sched.counts), sched.done.eq(framer.done)]
         wiring.connect(m, packer.beats, writer.data)
         capturing = Signal()          # the back's layer's output goes into the input buffer too
+        d_capturing = Signal()        # the drain's layer's does
         m.d.comb += [capture.rd_cmd.ready.eq(0), capture.rd_data.payload.data.eq(packer.beats.payload.data),
-                     capture.rd_data.valid.eq(capturing & packer.beats.valid & writer.data.ready)]
+                     capture.rd_data.valid.eq(d_capturing & packer.beats.valid & writer.data.ready)]
 
         # --- two stages: the front prepares the next command (fetch, check, its table and weights loaded beside
         # the running layer's), the back runs a prepared one (its input, compute, write-back) ---
@@ -229,6 +234,9 @@ class Engine(wiring.Component):
         tb_b, wb_b = Signal.like(tb_f), Signal.like(wb_f)
         vals = {name: Signal(32, name=f"{name}_b") for name in ("k", "n_tiles", "pixels", "m_tiles", "in_len",
                                                                 "w_len", "out_len", "in_buf", "out_buf")}
+        # the drain's layer (its output packed, written and captured), copied from the back's when it starts
+        d_out_addr, d_out_c, d_index = Signal(32), Signal(16), Signal(16)
+        d_pixels, d_out_len = Signal(32), Signal(32)
         m.d.comb += [fetch.list_addr.eq(self.list_addr), fetch.win_base.eq(self.ro_base),
                      fetch.win_limit.eq(self.ro_limit),
                      check.command.eq(cmd_f), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
@@ -240,18 +248,19 @@ class Engine(wiring.Component):
         # output's capture follows the input, at the next 64 bytes
         nb = self.data_width // 8
         lanes = self.banks * self.bank_bytes
-        pitch_b, out_pitch_b = Signal(17), Signal(17)
-        in_base, cap_base = Signal(in_bits), Signal(in_bits)
+        pitch_b, out_pitch_d = Signal(17), Signal(17)
+        in_base, cap_base, d_cap_base = Signal(in_bits), Signal(in_bits), Signal(in_bits)
         forwarded = Signal()          # the back's layer's input is the layer before's output, captured
+        fwd_all = Signal()            # ... and all of it is (the layer before's drain has ended)
         in_avail = Signal(25)
         m.d.comb += [dw_b.eq(cmd_b.op == commands.OPS["DEPTHWISE_CONV_2D"]),
                      pitch_b.eq(input_pitch(cmd_b.in_c, self.bank_bytes, nb)),
-                     out_pitch_b.eq(input_pitch(cmd_b.out_c, self.bank_bytes, nb)),
+                     out_pitch_d.eq(input_pitch(d_out_c, self.bank_bytes, nb)),
                      cap_base.eq((in_base + vals["in_buf"] + lanes - 1) & ~(lanes - 1)),
                      in_loader.pixel.eq(cmd_b.in_c), in_loader.pitch.eq(pitch_b), in_loader.base.eq(in_base),
-                     capture.length.eq(vals["out_len"]), capture.base.eq(cap_base),
-                     capture.pixel.eq(cmd_b.out_c), capture.pitch.eq(out_pitch_b),
-                     in_avail.eq(Mux(forwarded, (1 << 25) - 1, in_loader.filled)),
+                     capture.length.eq(d_out_len), capture.base.eq(d_cap_base),
+                     capture.pixel.eq(d_out_c), capture.pitch.eq(out_pitch_d),
+                     in_avail.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled), in_loader.filled)),
                      gen.base.eq(in_base), dwgen.base.eq(in_base), gen.geometry.pitch.eq(pitch_b)]
         back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
         geometry = {f: cmd_b[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
@@ -266,8 +275,8 @@ class Engine(wiring.Component):
                      streamer.k.eq(vals["k"]), streamer.n_tiles.eq(vals["n_tiles"]),
                      streamer.m_tiles.eq(vals["m_tiles"]), streamer.base.eq(wb_b),
                      streamer.avail.eq(Mux(back_w_loading, w_loader.loaded, (1 << 25) - 1)),
-                     packer.pixels.eq(vals["pixels"]), packer.channels.eq(cmd_b.out_c),
-                     writer.cmd.payload.addr.eq(cmd_b.output_addr), writer.cmd.payload.length.eq(vals["out_len"])]
+                     packer.pixels.eq(d_pixels), packer.channels.eq(d_out_c),
+                     writer.cmd.payload.addr.eq(d_out_addr), writer.cmd.payload.length.eq(d_out_len)]
         desc = sched.desc
         m.d.comb += [desc.k.eq(vals["k"]), desc.n_tiles.eq(vals["n_tiles"]), desc.base.eq(tb_b),
                      desc.end.eq(tb_b + vals["n_tiles"]), desc.depthwise.eq(dw_b), desc.m_m1.eq(vals["m_tiles"] - 1),
@@ -303,6 +312,10 @@ class Engine(wiring.Component):
         m.d.comb += [after.eq(tb_b + vals["n_tiles"] + nt_f <= self.max_col_tiles), before.eq(nt_f <= tb_b)]
         w_fits = Signal()
         m.d.comb += w_fits.eq(vals["w_len"] + check.w_len <= self.w_depth)
+        # the core's GEMMs queued or in flight are the back's layer's at most: a layer still draining has all its
+        # result rows out of the core, so its table rows are free
+        tables_free = Signal()
+        m.d.comb += tables_free.eq(sched.queued + sched.in_flight <= ~back_idle)
         with m.FSM(name="front") as front:
             with m.State("IDLE"), m.If(begin):
                 m.next = "FETCH"
@@ -329,7 +342,7 @@ class Engine(wiring.Component):
                 # its table rows and weights beside the running layer's, or wait for that layer to end
                 with m.If(halt):
                     m.next = "END"
-                with m.Elif(~tables.busy & ~w_loader.busy & (back_idle | ((after | before) & w_fits))):
+                with m.Elif(~tables.busy & ~w_loader.busy & tables_free & (back_idle | ((after | before) & w_fits))):
                     m.d.sync += [tb_f.eq(Mux(back_idle | ~after, 0, tb_b + vals["n_tiles"])),
                                  wb_f.eq(Mux(back_idle, 0, wb_b + vals["w_len"]))]
                     m.next = "TABLE_START"
@@ -354,19 +367,44 @@ class Engine(wiring.Component):
                      tables.start.eq(front.ongoing("TABLE_START")), w_loader.start.eq(front.ongoing("WEIGHTS_START")),
                      ready.eq(front.ongoing("READY") & ~halt)]
 
-        # --- the back ---
-        written = Signal()            # the layer's write command is taken
-        # the last layer's output, captured in the input buffer: where, and what it is in memory
-        prev_valid, prev_addr, prev_c = Signal(), Signal(32), Signal(16)
-        prev_buf, prev_base = Signal(32), Signal(in_bits)
+        # --- the back: the layer's input, steps and weights; then the drain: its output packed, written, captured.
+        # The back takes the next layer once its layer's steps are all taken and the drain has started that layer,
+        # so the next layer's set-up and first steps overlap the last one's results and write-back. ---
+        pending = Signal()            # the back's layer is not in the drain yet
+        last_valid = Signal()         # the back's layer (or the last one it ran) captures its output
+        drain_idle, drain_end = Signal(), Signal()
+        fwd = Signal()                # the front's command reads the back's layer's output, captured
+        m.d.comb += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
+                           & (check.in_buf == vals["out_buf"]))
+        steps_done = Signal()
+        m.d.comb += steps_done.eq(~gen.busy & ~dwgen.busy & ~streamer.busy & ~in_loader.busy & ~back_w_loading)
         with m.FSM(name="back") as back:
-            with m.State("IDLE"), m.If(ready):
-                fwd = prev_valid & (cmd_f.input_addr == prev_addr) & (cmd_f.in_c == prev_c) & (check.in_buf == prev_buf)
+            # (a layer that does not read the captured output waits for the capture to end: its input's load
+            # would share the input buffer with it)
+            with m.State("IDLE"), m.If(ready & ~pending & (fwd | drain_idle | ~d_capturing)):
                 m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
                              back_w_loading.eq(w_loader.busy & ~w_loader.done),
                              *(vals[name].eq(getattr(check, name)) for name in vals),
-                             forwarded.eq(fwd), in_base.eq(Mux(fwd, prev_base, 0)),
+                             forwarded.eq(fwd), in_base.eq(Mux(fwd, cap_base, 0)), fwd_all.eq(drain_idle),
                              capturing.eq(check.in_buf + check.out_buf + lanes <= self.in_depth)]
+                m.next = "START"
+            with m.State("START"):
+                m.d.sync += [pending.eq(1), last_valid.eq(capturing)]
+                m.next = "RUN"
+            with m.State("RUN"), m.If(steps_done):
+                m.next = "IDLE"
+        starting = back.ongoing("START")
+        m.d.comb += [back_idle.eq(back.ongoing("IDLE")),
+                     take.eq(back.ongoing("IDLE") & ready & ~pending & (fwd | drain_idle | ~d_capturing)),
+                     in_loader.start.eq(starting & ~forwarded), sched.push.eq(starting),
+                     gen.start.eq(starting & ~dw_b), dwgen.start.eq(starting & dw_b), streamer.start.eq(starting)]
+
+        written = Signal()            # the drain's write command is taken
+        with m.FSM(name="drain") as drain:
+            with m.State("IDLE"), m.If(pending):
+                m.d.sync += [pending.eq(0), d_out_addr.eq(cmd_b.output_addr), d_out_c.eq(cmd_b.out_c),
+                             d_index.eq(index_b), d_pixels.eq(vals["pixels"]), d_out_len.eq(vals["out_len"]),
+                             d_cap_base.eq(cap_base), d_capturing.eq(capturing)]
                 m.next = "START"
             with m.State("START"):
                 m.next = "RUN"
@@ -374,29 +412,26 @@ class Engine(wiring.Component):
                 # the output is written as its row tiles complete: one write command for the whole tensor
                 with m.If(writer.cmd.valid & writer.cmd.ready):
                     m.d.sync += written.eq(1)
-                with m.If(written & ~packer.busy & writer.idle & ~in_loader.busy & ~capture.busy & ~back_w_loading):
-                    m.d.sync += [written.eq(0), self.layer_done.eq(1), prev_valid.eq(capturing & ~bus_error),
-                                 prev_addr.eq(cmd_b.output_addr), prev_c.eq(cmd_b.out_c),
-                                 prev_buf.eq(vals["out_buf"]), prev_base.eq(cap_base)]
-                    with m.If(bus_error):
-                        m.d.sync += [halt.eq(1), front_error.eq(1 << ERRORS["BUS"]), front_index.eq(index_b)]
+                with m.If(drain_end):
+                    m.d.sync += [written.eq(0), self.layer_done.eq(1), fwd_all.eq(1)]
+                    # (a bus error: the layers in progress complete, and the list stops after them)
+                    with m.If(bus_error & ~halt):
+                        m.d.sync += [halt.eq(1), front_error.eq(1 << ERRORS["BUS"]), front_index.eq(d_index)]
                     m.next = "IDLE"
-        starting = back.ongoing("START")
-        m.d.comb += [back_idle.eq(back.ongoing("IDLE")), take.eq(back.ongoing("IDLE") & ready),
-                     in_loader.start.eq(starting & ~forwarded), capture.start.eq(starting & capturing),
-                     sched.push.eq(starting), gen.start.eq(starting & ~dw_b),
-                     dwgen.start.eq(starting & dw_b),
-                     streamer.start.eq(starting), packer.start.eq(starting),
-                     writer.cmd.valid.eq(back.ongoing("RUN") & ~written)]
+        m.d.comb += [drain_idle.eq(drain.ongoing("IDLE") & ~pending),
+                     drain_end.eq(drain.ongoing("RUN") & written & ~packer.busy & writer.idle & ~capture.busy),
+                     packer.start.eq(drain.ongoing("START")), capture.start.eq(drain.ongoing("START") & d_capturing),
+                     writer.cmd.valid.eq(drain.ongoing("RUN") & ~written)]
 
         # --- GO, and the stop once the back is idle and the front has ended (or halted with its loads done) ---
         with m.FSM(name="control") as control:
             with m.State("IDLE"), m.If(self.go):
                 # (GO again: the host may have changed memory, so no output of the last list is taken as captured)
                 m.d.sync += [self.busy.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0),
-                             list_barrier.eq(0), halt.eq(0), front_error.eq(0), prev_valid.eq(0)]
+                             list_barrier.eq(0), halt.eq(0), front_error.eq(0), last_valid.eq(0)]
                 m.next = "ACTIVE"
-            with m.State("ACTIVE"), m.If(back_idle & ~ready & front_end & ~tables.busy & ~w_loader.busy):
+            with m.State("ACTIVE"), m.If(back_idle & drain_idle & ~ready & front_end & ~tables.busy
+                                         & ~w_loader.busy):
                 m.d.sync += [self.error.eq(front_error), self.error_index.eq(front_index)]
                 m.next = "STOP"
             # STOP: the fetcher may be reading ahead: stop it (its read completes); busy falls only then, with the

@@ -14,9 +14,10 @@ packer reads them back a bus word at a time, from byte 0, as beats for an
 the last), while the next row tiles are computed. So the output is written as the layer runs.
 
 ``start`` takes ``pixels`` and ``channels`` (the layer's M and N; ``dsp`` is the kind of the multiplier
-that counts the layer's bytes) and resets the counters; ``res``
-is always ready (one row a cycle goes into the buffer); ``busy`` is high from the cycle after
-``start`` until the last beat is taken. The buffer holds ``depth`` bytes: a layer's output must fit
+that counts the layer's bytes) and resets the counters; ``res`` is ready from the cycle after ``start``
+until the layer's last result row is taken (one row a cycle goes into the buffer), so the next layer's
+rows wait in the core while this one drains; ``busy`` is high from the cycle after ``start`` until the
+last beat is taken. The buffer holds ``depth`` bytes: a layer's output must fit
 (the engine refuses one that does not).
 """
 
@@ -65,6 +66,7 @@ class ResultPacker(wiring.Component):
             m.d.sync += settle.eq(settle - 1)
         complete = Signal(33)            # bytes below this are in the buffer (row tiles done)
         done = Signal(33)                # complete, a cycle later: bytes below this have landed
+        receiving = Signal()             # the layer's result rows are not all in
         m.d.sync += done.eq(complete)
         r_addr = Signal(32)
         in_flight = Signal(range(ByteBuffer.LATENCY + 2))
@@ -77,11 +79,11 @@ class ResultPacker(wiring.Component):
             m.d.sync += [i.eq(0), mt.eq(0), nt.eq(0), complete.eq(0), done.eq(0), r_addr.eq(0), self.busy.eq(1),
                          settle.eq(mul.latency + 2),
                          px.eq(self.pixels), ch.eq(self.channels), w_ptr.eq(0), col_base.eq(0), pixel.eq(0),
-                         ch_left.eq(self.channels)]
+                         ch_left.eq(self.channels), receiving.eq(1)]
 
-        m.d.comb += self.res.ready.eq(1)
+        m.d.comb += self.res.ready.eq(receiving)
         take = Signal()
-        m.d.comb += take.eq(self.res.valid & self.busy)
+        m.d.comb += take.eq(self.res.valid & receiving)
         strb = Signal(width)
         m.d.comb += strb.eq(Cat((ch_left > j) & (pixel < px) for j in range(cols)))
         # the write, registered (its strobes' comparisons stay out of the block RAMs' cycle); `done` is `complete`
@@ -98,7 +100,8 @@ class ResultPacker(wiring.Component):
                     # the row tile is complete: its pixels' bytes may go (the write lands with this edge)
                     tile_end = complete + rows * ch
                     m.d.sync += [nt.eq(0), mt.eq(mt + rows), complete.eq(tile_end), w_ptr.eq(tile_end),
-                                 col_base.eq(tile_end), pixel.eq(mt + rows), ch_left.eq(ch)]
+                                 col_base.eq(tile_end), pixel.eq(mt + rows), ch_left.eq(ch),
+                                 receiving.eq(mt + rows < px)]
                 with m.Else():
                     m.d.sync += [nt.eq(nt + cols), w_ptr.eq(col_base + cols), col_base.eq(col_base + cols),
                                  pixel.eq(mt), ch_left.eq(ch_left - cols)]
