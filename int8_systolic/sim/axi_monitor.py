@@ -74,6 +74,7 @@ class AxiMonitor:
         self.channels = {c: spec for c, spec in _CHANNELS.items() if hasattr(dut, prefix + spec[0])}
         self.violations = []
         self.reads = self.writes = self.read_bytes = self.written_bytes = 0
+        self.read_spans = []                  # (address, bytes) of every read burst
         self._reads = collections.deque()     # beats of each read burst not yet returned
         self._writes = collections.deque()    # beats of each write burst (AW taken) not yet matched to its W beats
         self._w_ahead = 0                     # W beats of the burst in progress
@@ -93,6 +94,8 @@ class AxiMonitor:
         return w() if callable(w) else w
 
     def _request(self, kind, addr, beats, size, burst):
+        if kind == "read":
+            self.read_spans.append((addr, beats << size))
         for text in burst_violations(kind, addr, beats, size, burst, data_bytes=self.bytes, max_burst=self.max_burst,
                                      window=self._window("read" if kind == "read" else "write")):
             self._fail(text)

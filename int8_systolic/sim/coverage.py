@@ -1,6 +1,6 @@
 """Functional coverage of the RTL regression (cocotb-coverage), sampled from what the RTL saw.
 
-The model (:data:`MODEL`) is three groups of coverpoints, each a list of named bins:
+The model (:data:`MODEL`) is four groups of coverpoints, each a list of named bins:
 
 * ``requantizer``: every shift -31..+30, the multiplier classes, the pre-shift wrap (double
   rounding) or the result wrap (single), SRDHM's INT32_MIN x INT32_MIN saturation, every exact
@@ -12,6 +12,10 @@ The model (:data:`MODEL`) is three groups of coverpoints, each a list of named b
   both modes (GEMM and depthwise), the depthwise GEMMs' K classes and partial and many column
   tiles, and a GEMM of either mode following one of the other through the AXI top's queue before
   the first one's results are out (sampled by the AXI top's testbench, :func:`sample_mode_switches`);
+* ``engine``: the memory engine's layers as its testbench (:mod:`sim.tb_engine`) checked them: ops,
+  geometries, channels, depth multipliers, zero points at both ends, inputs read from memory or kept
+  on chip, tensors across 4 KB; each refusal provoked; a reset mid-list
+  (:func:`sample_engine_layer`);
 * ``flow``: inputs held off by credit (output FIFO full), backpressure on ``res`` while the
   FIFO drains, idle gaps on each input alone, a reset mid-stream.
 
@@ -42,7 +46,8 @@ from int8_systolic.golden.fixedpoint import (
 )
 from int8_systolic.golden.fixedpoint import wrap_int32_in_int64 as _wrap32
 
-__all__ = ["MODEL", "Monitor", "classify", "export", "merge", "sample_mode_switches", "table", "unhit"]
+__all__ = ["MODEL", "Monitor", "classify", "export", "merge", "sample", "sample_engine_layer", "sample_mode_switches",
+           "table", "unhit"]
 
 
 def _tie_labels_double():
@@ -80,6 +85,18 @@ MODEL = {
         "depthwise_shape": ["K = 1", "1 < K < max(rows, cols)", "K >= max(rows, cols)", "N not a multiple of cols",
                             "many column tiles"],
         "mode_switch": ["GEMM then depthwise, not drained", "depthwise then GEMM, not drained"],
+    },
+    "engine": {
+        "op": ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"],
+        "geometry": ["stride 2", "dilation 2", "SAME with padding taps", "VALID", "1x1 kernel", "batch > 1"],
+        "channels": ["1 input channel", "outputs not a multiple of cols", "several column tiles"],
+        "depth_multiplier": ["1", "2 to cols", "above cols"],
+        "zero_points": ["input -128", "input 127", "output -128", "output 127"],
+        "activation": ["clamped inside int8"],
+        "input": ["read from memory", "kept on chip (the last layer's output)"],
+        "addresses": ["a tensor across a 4 KB boundary"],
+        "refusal": ["BAD_OP", "BAD_FIELD", "INCONSISTENT", "UNSUPPORTED", "TOO_BIG", "MISALIGNED", "WINDOW"],
+        "reset": ["mid-list"],
     },
     "flow": {
         "holdoff": ["inputs held off by credit (output FIFO full)"],
@@ -284,6 +301,37 @@ def sample_mode_switches(modes, first_steps, last_results):
             labels.add("depthwise then GEMM, not drained" if modes[i - 1] else "GEMM then depthwise, not drained")
     sample("array", "mode_switch", labels)
     return labels
+
+
+def sample_engine_layer(op, g, out_c, cols, depth_multiplier, zp_in, zp_out, act, tensors, read_spans):
+    """Sample the ``engine`` group for one layer the engine ran and the testbench checked: ``g`` its
+    :class:`host.windows.Geometry`, ``tensors`` the (address, bytes) of its input and output, ``read_spans`` the
+    (address, bytes) of every read burst the AXI monitor saw in its list (an input none of them touched was
+    read on chip)."""
+    sample("engine", "op", [op])
+    padded_h = (g.out_h - 1) * g.stride_h + (g.kernel_h - 1) * g.dilation_h - g.pad_top >= g.in_h
+    padded_w = (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w - g.pad_left >= g.in_w
+    taps = g.pad_top > 0 or g.pad_left > 0 or padded_h or padded_w
+    sample("engine", "geometry", [label for label, hit in (
+        ("stride 2", 2 in (g.stride_h, g.stride_w)), ("dilation 2", 2 in (g.dilation_h, g.dilation_w)),
+        ("SAME with padding taps", op != "FULLY_CONNECTED" and taps), ("VALID", op != "FULLY_CONNECTED" and not taps),
+        ("1x1 kernel", g.kernel_h == g.kernel_w == 1), ("batch > 1", g.batch > 1)) if hit])
+    sample("engine", "channels", [label for label, hit in (
+        ("1 input channel", g.in_c == 1), ("outputs not a multiple of cols", out_c % cols != 0),
+        ("several column tiles", out_c > cols)) if hit])
+    if op == "DEPTHWISE_CONV_2D":
+        sample("engine", "depth_multiplier",
+               ["1" if depth_multiplier == 1 else "2 to cols" if depth_multiplier <= cols else "above cols"])
+    sample("engine", "zero_points", [label for label, hit in (
+        ("input -128", zp_in == -128), ("input 127", zp_in == 127), ("output -128", zp_out == -128),
+        ("output 127", zp_out == 127)) if hit])
+    if tuple(act) != (-128, 127):
+        sample("engine", "activation", ["clamped inside int8"])
+    (in_addr, in_bytes), _ = tensors
+    read = any(a < in_addr + in_bytes and in_addr < a + n for a, n in read_spans)
+    sample("engine", "input", ["read from memory" if read else "kept on chip (the last layer's output)"])
+    if any(a // 4096 != (a + n - 1) // 4096 for a, n in tensors):
+        sample("engine", "addresses", ["a tensor across a 4 KB boundary"])
 
 
 def export(stem):

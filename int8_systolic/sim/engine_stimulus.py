@@ -70,6 +70,15 @@ class Layer:
         self.act = sorted(rng.sample(range(-128, 128), 2)) if rng.random() < 0.3 else [-128, 127]
         self.stride, self.dilation, self.padding = stride, dilation, padding
 
+    @classmethod
+    def following(cls, prev, rng, seed, **kw):
+        """A random CONV_2D (``dw``: DEPTHWISE_CONV_2D) layer whose input is ``prev``'s output: its shape, and its
+        values (golden's, so a wrong first layer shows in the second's output too)."""
+        shape = (prev.g.batch, prev.g.out_h, prev.g.out_w, prev.out_c)
+        layer = cls(rng, seed, shape=shape, **kw)
+        layer.x = np.frombuffer(prev.expected(), np.int8).reshape(shape).copy()
+        return layer
+
     @property
     def macs(self):
         taps = self.g.kernel_h * self.g.kernel_w
@@ -106,6 +115,7 @@ class Image:
         self.ro, self.rw = 0x1000, RW[0]
         self.list = []
         self.outputs = []        # (addr, expected bytes)
+        self.inputs = []         # (addr, bytes)
 
     def _put(self, region, data):
         addr = getattr(self, region)
@@ -118,11 +128,17 @@ class Image:
         self.rw += -(-n // 64) * 64
         return addr
 
-    def add(self, layer, **override):
-        """Place ``layer`` and append its command (``override``: fields set to any bits, :func:`poke`)."""
+    def add(self, layer, *, chained=False, **override):
+        """Place ``layer`` and append its command (``override``: fields set to any bits, :func:`poke`). ``chained``:
+        its input is the last layer's output, in place (a :meth:`Layer.following` layer)."""
         w_addr = self._put("ro", weights_image(layer.w, self.cols))
         t_addr = self._put("ro", table_image(layer.bias, layer.w, layer.zp_in, layer.mult, layer.shift))
-        in_addr = self._put("rw", layer.x.tobytes())
+        if chained:
+            in_addr, prev = self.outputs[-1]
+            assert prev == layer.x.tobytes(), "a chained layer's input is the last layer's output"
+        else:
+            in_addr = self._put("rw", layer.x.tobytes())
+        self.inputs.append((in_addr, layer.x.nbytes))
         expected = layer.expected()
         out_addr = self._reserve(len(expected))
         fields = {"input_addr": in_addr, "weights_addr": w_addr, "table_addr": t_addr, "output_addr": out_addr,

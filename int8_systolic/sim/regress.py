@@ -183,7 +183,7 @@ def run_job(job, *, seed, problems, max_dim, waves):
         except SystemExit as exc:
             error, results = str(exc) or type(exc).__name__, []
         _keep_junit(component_dir("verilator", "engine_top"), job.tag)
-        # (the engine's testbenches record no coverage bins yet: issue 41 adds them)
+        # (the register top records no coverage: the engine jobs sample the engine group, sim.coverage)
         return {"job": job.tag, "config": "engine top 4x4 64-bit (registers)", "simulator": "verilator",
                 "tests": len(results), "expected_tests": 3, "compared": sum(x["compared"] for x in results),
                 "failures": (1 if error else 0), "cycles": 0, "seconds": round(time.monotonic() - t0, 1),
@@ -193,22 +193,29 @@ def run_job(job, *, seed, problems, max_dim, waves):
 
         simulator, r, c, width, latency, layers, dsp = job.engine
         suffix = "_ecp5" if dsp == "ecp5" else ""
+        build = component_dir(simulator, f"engine_{r}x{c}_{width}{suffix}")
+        for stale in ("coverage.yml", "coverage.xml"):       # (a failed run's must not count)
+            (build / stale).unlink(missing_ok=True)
         try:
             results = run_component(simulator, engine_for(simulator, r, c, width, dsp), "int8_systolic_engine",
                                     "int8_systolic.sim.tb_engine", tag=f"engine_{r}x{c}_{width}{suffix}",
                                     ecp5=dsp == "ecp5",
-                                    extra_env={"TB_SEED": str(seed), "TB_LATENCY": str(latency),
-                                               "TB_LAYERS": str(layers), "TB_COLS": str(c),
-                                               "TB_SMALL": str(int(simulator == "icarus"))},
+                                    # (each job its own seed: its own layers)
+                                    extra_env={"TB_SEED": str(seed * 1000 + width + (dsp == "ecp5")),
+                                               "TB_LATENCY": str(latency), "TB_LAYERS": str(layers),
+                                               "TB_COLS": str(c),
+                                               "TB_SMALL": str(int(simulator == "icarus")),
+                                               "TB_COVERAGE": str(build / "coverage")},
                                     waves=waves, optimize=False)
         except SystemExit as exc:
             error, results = str(exc) or type(exc).__name__, []
-        _keep_junit(component_dir(simulator, f"engine_{r}x{c}_{width}{suffix}"), job.tag)
+        _keep_junit(build, job.tag)
+        _keep_coverage(build, job.tag)
         config = f"engine {r}x{c} {width}-bit" + (" ECP5" if dsp == "ecp5" else "")
         return {"job": job.tag, "config": config, "simulator": simulator, "tests": len(results),
                 "expected_tests": ENGINE_TESTS, "compared": sum(x["compared"] for x in results),
                 "failures": (1 if error else 0), "cycles": sum(x.get("cycles", 0) for x in results),
-                "seconds": round(time.monotonic() - t0, 1), "error": error, "coverage": False}
+                "seconds": round(time.monotonic() - t0, 1), "error": error, "coverage": True}
     if job.config and job.axi:
         simulator, r, c, rounding, dsp = job.config
         suffix = ("" if dsp == "generic" else f"_{dsp}") + "_axi"

@@ -2,12 +2,12 @@
 ``sim/ecp5_models.py``'s model, or the generic build).
 
 Random unaligned writes with random strobes, unaligned reads and (with the bank port) bank reads, every read's
-bytes compared ``ByteBuffer.LATENCY`` (bank reads ``G_LATENCY``) cycles later. A read never takes a block RAM word that the same cycle's write
-changes (the contract leaves that read undefined on the ECP5), except in the collision phase at the end, which
-checks that the ECP5 model returns such a read's bytes of that word inverted (the guard that makes a design
-depending on one fail its golden comparison) and the generic build the old bytes. Writes one JSON line of
-figures to ``TB_RESULTS``. Environment: ``TB_SEED``, ``TB_WIDTH``, ``TB_DEPTH``, ``TB_LANES``,
-``TB_BANK_BYTES``, ``TB_CYCLES``, ``TB_ECP5`` (1: the DP16KD build).
+bytes compared ``ByteBuffer.LATENCY`` (bank reads ``G_LATENCY``) cycles later. A read never takes a block RAM
+word that the same cycle's write changes (the contract leaves that read undefined on the ECP5), except in the
+collision phase at the end, which checks that the ECP5 model returns such a read's bytes of that word inverted
+(the guard that makes a design depending on one fail its golden comparison) and the generic build the old
+bytes. Writes one JSON line of figures to ``TB_RESULTS``. Environment: ``TB_SEED``, ``TB_WIDTH``, ``TB_DEPTH``,
+``TB_LANES``, ``TB_BANK_BYTES``, ``TB_CYCLES``, ``TB_ECP5`` (1: the DP16KD build).
 """
 
 import json

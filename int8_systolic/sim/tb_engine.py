@@ -1,16 +1,20 @@
 """cocotb: the memory engine (``hw.engine.Engine``) against ``LatencyAxiRam`` (cocotbext-axi, overlapping latency)
 with random stalls on every channel, under the AXI4 protocol monitor (windows included).
 
-- ``layers``: a list of random CONV_2D and FULLY_CONNECTED layers (sim.engine_stimulus) run from memory; every
-  output byte equals golden and no other byte changed. Figures (cycles from GO to done, bytes over the port,
-  MACs) go to ``TB_RESULTS``.
+- ``layers``: a list of random CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED layers (sim.engine_stimulus) run
+  from memory, each depthwise layer and the CONV_2D after it reading the layer before's output (which the engine
+  keeps on chip when it fits); every output byte equals golden and no other byte changed. Figures (cycles from
+  GO to done, bytes over the port, MACs) go to ``TB_RESULTS``.
 - ``errors``: each refused command stops its list at its index with its error bit, nothing of it or after it is
   written, and the next list runs exactly.
 - ``reset_mid_list``: the engine and the memory reset together in the middle of a layer; the list then runs
   exactly from the start.
 
+Each test samples the ``engine`` coverage group (sim.coverage) from what it checked, and exports it to
+``TB_COVERAGE`` if set.
+
 Environment: ``TB_SEED``, ``TB_LATENCY``, ``TB_LAYERS``, ``TB_COLS``, ``TB_SMALL``, ``TB_MAX_CYCLES`` (a list's
-cycles before the test fails as hung; 2 000 000).
+cycles before the test fails as hung; 2 000 000), ``TB_COVERAGE`` (path stem).
 """
 
 import json
@@ -23,6 +27,7 @@ from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus
 
 from ..hw.engine import ERRORS
+from . import coverage
 from .axi_memory import LatencyAxiRam
 from .axi_monitor import AxiMonitor
 from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke, small_dw_layer
@@ -33,6 +38,7 @@ LAYERS = int(os.environ.get("TB_LAYERS", "6"))
 MAX_CYCLES = int(os.environ.get("TB_MAX_CYCLES", "2000000"))
 COLS = int(os.environ.get("TB_COLS", "8"))
 SMALL = os.environ.get("TB_SMALL", "0") == "1"     # the Amaranth tests' small layers (for Icarus)
+COVERAGE = os.environ.get("TB_COVERAGE")
 
 
 def pauses(rng, p):
@@ -80,13 +86,15 @@ async def run_list(dut, list_addr, max_cycles=MAX_CYCLES):
 def write_result(result):
     with open(os.environ["TB_RESULTS"], "a") as f:
         f.write(json.dumps(result) + "\n")
+    if COVERAGE:
+        coverage.export(COVERAGE)
 
 
-def big_layer(rng, seed, fc=False, dw=False):
+def big_layer(rng, seed, fc=False, dw=False, max_out_c=40):
     """A layer larger than the Amaranth tests' (several row and column tiles), within the default buffers (with
-    ``TB_SMALL``, one of the Amaranth tests' size)."""
+    ``TB_SMALL``, one of the Amaranth tests' size); a CONV_2D's output channels at most ``max_out_c``."""
     if SMALL:
-        return small_dw_layer(rng, seed) if dw else Layer(rng, seed, fc=fc)
+        return small_dw_layer(rng, seed) if dw else Layer(rng, seed, fc=fc, out_c=rng.randint(1, min(11, max_out_c)))
     if dw:
         c = rng.choice([3, 8, 16, 24, 32, 64])
         return Layer(rng, seed, dw=True, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12), c),
@@ -94,7 +102,7 @@ def big_layer(rng, seed, fc=False, dw=False):
     if fc:
         return Layer(rng, seed, fc=True, shape=(rng.randint(1, 20), rng.randint(1, 200)), out_c=rng.randint(1, 40))
     return Layer(rng, seed, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12),
-                                   rng.choice([1, 3, 8, 16, 17, 32])), out_c=rng.randint(1, 40))
+                                   rng.choice([1, 3, 8, 16, 17, 32])), out_c=rng.randint(1, max_out_c))
 
 
 @cocotb.test()
@@ -102,9 +110,22 @@ async def layers(dut):
     rng = random.Random(SEED)
     ram, monitor = await setup(dut, rng)
     image = Image(SEED, COLS)
-    layers = [big_layer(rng, SEED * 100 + i, fc=(i % 4 == 2), dw=(i % 4 == 1)) for i in range(LAYERS)]
-    for layer in layers:
-        image.add(layer)
+    # a CONV_2D, a DEPTHWISE_CONV_2D and a CONV_2D each reading the layer before's output, a FULLY_CONNECTED; the
+    # depthwise layers' multipliers cols + 1, 2 and 1 in turn (from the seed on), within 8 column tiles
+    layers = []
+    for i in range(LAYERS):
+        seed = SEED * 100 + i
+        mult = (COLS + 1, 2, 1)[(i // 4 + SEED) % 3]
+        if i % 4 == 0:
+            layer = big_layer(rng, seed, max_out_c=8 * COLS // mult)
+        elif i % 4 == 1:
+            layer = Layer.following(layers[-1], rng, seed, dw=True, depth_multiplier=mult)
+        elif i % 4 == 2:
+            layer = Layer.following(layers[-1], rng, seed, out_c=rng.randint(1, 11 if SMALL else 40))
+        else:
+            layer = big_layer(rng, seed, fc=True)
+        image.add(layer, chained=i % 4 in (1, 2))
+        layers.append(layer)
     image.finish()
     ram.write(0, bytes(image.mem))
     before = bytes(image.mem)
@@ -116,6 +137,9 @@ async def layers(dut):
     monitor.check_idle()
     assert monitor.violations == [], monitor.violations[:5]
     assert int(dut.bytes_read.value) == monitor.read_bytes
+    for layer, tensor_in, (out_addr, out) in zip(layers, image.inputs, image.outputs, strict=True):
+        coverage.sample_engine_layer(layer.op, layer.g, layer.out_c, COLS, layer.depth_multiplier, layer.zp_in,
+                                     layer.zp_out, layer.act, [tensor_in, (out_addr, len(out))], monitor.read_spans)
     macs = sum(layer.macs for layer in layers)
     write_result({"test": "layers", "layers": len(layers), "cycles": cycles, "macs": macs,
                   "compared": sum(len(e) for _, e in image.outputs),
@@ -159,6 +183,7 @@ async def errors(dut):
         await ClockCycles(dut.clk, LATENCY + 10)
         check_memory(bytearray(ram.read(0, MEMORY)), before, [image.outputs[0], image.outputs[3]])
         seen.append(name)
+        coverage.sample("engine", "refusal", [name])
         compared += len(image.outputs[0][1]) + len(image.outputs[3][1])
     monitor.check_idle()
     assert monitor.violations == [], monitor.violations[:5]
@@ -199,5 +224,6 @@ async def reset_mid_list(dut):
     check_memory(bytearray(ram.read(0, MEMORY)), before, image.outputs)
     monitor.check_idle()
     assert monitor.violations == [], monitor.violations[:5]
+    coverage.sample("engine", "reset", ["mid-list"])
     write_result({"test": "reset_mid_list", "resets_at": resets, "compared": sum(len(e) for _, e in image.outputs),
                   "violations": 0})
