@@ -174,6 +174,30 @@ def test_an_error_response_sets_bus_after_the_layer():
                                                     image.outputs[1:2]])
 
 
+def test_a_write_error_names_its_layer_and_nothing_is_taken_after_it():
+    """The first layer's last output write is answered SLVERR (its response comes as the layer's drain ends): BUS
+    at index 0; the second layer, which reads the first one's output on chip and so was taken while the first
+    drained, completes; the third is never taken."""
+    rng = random.Random(8)
+    dut = engine()
+    image = Image(8, dut.cols)
+    first = Layer(rng, 80)
+    image.add(first)
+    image.add(Layer.following(first, rng, 81), chained=True)
+    image.add(Layer(rng, 82))
+    image.finish()
+    addr, out = image.outputs[0]
+    bad = (addr + len(out) - 1) // 8 * 8        # the last bus word of the first layer's output
+    before = bytes(image.mem)
+    events, _ = run(dut, image, error_ranges=[(bad, bad + 8)])
+    assert events == [("error", 1 << ERRORS["BUS"], 0)]
+    written = {a for a in range(MEMORY) if image.mem[a] != before[a]}
+    third = image.outputs[2]
+    assert not written & set(range(third[0], third[0] + len(third[1]))), "a layer taken after the error ran"
+    # (the memory model keeps a write's data even when it answers SLVERR: both outputs as computed)
+    check_memory(image.mem, before, image.outputs[:2])
+
+
 @pytest.mark.parametrize("data_width", [32, 128])
 def test_other_bus_widths(data_width):
     rng = random.Random(data_width)

@@ -31,8 +31,9 @@ is high for each array step, ``mem_wait`` in each cycle a layer with steps to co
 ``END`` ends the list (``done`` pulses), ``BARRIER`` stops it (``barrier`` pulses). ``busy`` is high
 from the cycle after ``go`` until the engine is ready for the next ``go`` (with or after ``done``,
 ``barrier`` or the error bits); a ``go`` while ``busy`` is ignored. A read or write answered with an
-error response sets ``BUS`` and the list stops after the commands in progress (the one draining and
-the one computing, if any). Reset the engine only
+error response sets ``BUS``: no command is taken after it, the ones taken complete, and
+``error_index`` names a write's layer, or a read's (the layer loading its input, else the command
+being prepared). Reset the engine only
 together with its AXI slave (docs/engine.md, Reset).
 
 Buffers (bytes, powers of two): ``in_depth`` (a layer's input), ``w_depth`` (its weights, the
@@ -288,8 +289,6 @@ class Engine(wiring.Component):
             m.d.sync += back_w_loading.eq(0)
 
         bus_error = Signal()
-        with m.If(reader.rresp_error | writer.bresp_error | reader.error.any() | writer.error.any()):
-            m.d.sync += bus_error.eq(1)
         m.d.sync += [self.done.eq(0), self.barrier.eq(0), self.layer_done.eq(0)]
         # the fetcher reads ahead: its END or BARRIER is kept for when the layers before it are done
         list_end, list_barrier = Signal(), Signal()
@@ -302,6 +301,14 @@ class Engine(wiring.Component):
         halt = Signal()               # a layer ended with a bus error: prepare nothing more
         front_error = Signal(len(ERRORS))
         front_index = Signal(16)
+        # The first error response stops the list at once (no command is taken after it; the ones taken
+        # complete) and names its command: a write's is the draining layer's, a read's the layer loading its
+        # input if one is, else the command being prepared (its table or weights).
+        write_error = Signal()
+        m.d.comb += write_error.eq(writer.bresp_error | writer.error.any())
+        with m.If((write_error | reader.rresp_error | reader.error.any()) & ~bus_error):
+            m.d.sync += [bus_error.eq(1), halt.eq(1), front_error.eq(1 << ERRORS["BUS"])]
+            m.d.sync += front_index.eq(Mux(write_error, d_index, Mux(in_loader.busy, index_b, index_f)))
 
         # --- the front ---
         back_idle = Signal()
@@ -333,7 +340,9 @@ class Engine(wiring.Component):
             with m.State("CHECK_START"):
                 m.next = "CHECK"
             with m.State("CHECK"), m.If(check.done):
-                with m.If(check.error.any()):
+                with m.If(halt):
+                    m.next = "END"
+                with m.Elif(check.error.any()):
                     m.d.sync += [front_error.eq(check.error << len(FETCH_ERRORS)), front_index.eq(index_f)]
                     m.next = "END"
                 with m.Else():
@@ -385,7 +394,8 @@ class Engine(wiring.Component):
                 m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
                              back_w_loading.eq(w_loader.busy & ~w_loader.done),
                              *(vals[name].eq(getattr(check, name)) for name in vals),
-                             forwarded.eq(fwd), in_base.eq(Mux(fwd, cap_base, 0)), fwd_all.eq(drain_idle),
+                             forwarded.eq(fwd), in_base.eq(Mux(fwd, cap_base, 0)),
+                             fwd_all.eq(drain_idle | drain_end),
                              capturing.eq(check.in_buf + check.out_buf + lanes <= self.in_depth)]
                 m.next = "START"
             with m.State("START"):
@@ -414,9 +424,6 @@ class Engine(wiring.Component):
                     m.d.sync += written.eq(1)
                 with m.If(drain_end):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1), fwd_all.eq(1)]
-                    # (a bus error: the layers in progress complete, and the list stops after them)
-                    with m.If(bus_error & ~halt):
-                        m.d.sync += [halt.eq(1), front_error.eq(1 << ERRORS["BUS"]), front_index.eq(d_index)]
                     m.next = "IDLE"
         m.d.comb += [drain_idle.eq(drain.ongoing("IDLE") & ~pending),
                      drain_end.eq(drain.ongoing("RUN") & written & ~packer.busy & writer.idle & ~capture.busy),
