@@ -12,6 +12,9 @@ Checked, for the channels that exist on the port (prefix ``m_axi_``):
 
 ``violations`` lists them with the cycle; a test asserts it is empty. ``reads``/``writes`` count the
 bursts, ``read_bytes``/``written_bytes`` the bytes moved.
+
+:class:`AxiLiteMonitor` checks an AXI4-Lite slave port (prefix ``s_axil_``) the same way: handshakes, no X on a
+valid payload, an R only for a taken AR, a B only for a write whose AW and W were both taken.
 """
 
 import collections
@@ -19,7 +22,7 @@ import collections
 import cocotb
 from cocotb.triggers import ReadOnly, RisingEdge
 
-__all__ = ["AxiMonitor", "burst_violations"]
+__all__ = ["AxiLiteMonitor", "AxiMonitor", "burst_violations"]
 
 _CHANNELS = {
     "ar": ("arvalid", "arready", ("araddr", "arlen", "arsize", "arburst")),
@@ -184,3 +187,77 @@ class AxiMonitor:
                         self._fail("B response with no write burst awaiting one")
                     self._unanswered -= 1
             self._last = now
+
+
+_LITE_CHANNELS = {
+    "ar": ("arvalid", "arready", ("araddr",)),
+    "aw": ("awvalid", "awready", ("awaddr",)),
+    "w": ("wvalid", "wready", ("wdata", "wstrb")),
+    "r": ("rvalid", "rready", ("rdata", "rresp")),
+    "b": ("bvalid", "bready", ("bresp",)),
+}
+
+
+class AxiLiteMonitor:
+    """An AXI4-Lite protocol monitor on a slave port (the register block's): once VALID is high it stays high with
+    the same payload until READY (AR, AW, W from the master; R and B from the slave); no X or Z on a valid
+    payload; an R only for a taken AR, a B only for a write whose AW and W were both taken. ``violations`` lists
+    them with the cycle; ``reads`` and ``writes`` count the transfers answered. ``reset``: an active-low reset
+    signal (its cycles skipped, every transfer in flight dropped)."""
+
+    def __init__(self, dut, clock, *, prefix="s_axil_", reset=None):
+        self.dut, self.clock, self.prefix, self.reset_signal = dut, clock, prefix, reset
+        self.violations = []
+        self.reads = self.writes = 0
+        self.cycle = 0
+        self._open = {"ar": 0, "aw": 0, "w": 0}       # taken and not yet answered
+        self._task = cocotb.start_soon(self._run())
+
+    def _fail(self, text):
+        self.violations.append(f"cycle {self.cycle}: {text}")
+
+    async def _run(self):
+        last = {}
+        while True:
+            await RisingEdge(self.clock)
+            await ReadOnly()
+            self.cycle += 1
+            if self.reset_signal is not None and not _bit(self.reset_signal):
+                last, self._open = {}, dict.fromkeys(self._open, 0)
+                continue
+            now = {}
+            for c, (valid, ready, payload) in _LITE_CHANNELS.items():
+                v = _bit(getattr(self.dut, self.prefix + valid))
+                r = _bit(getattr(self.dut, self.prefix + ready))
+                p = tuple(_value(getattr(self.dut, self.prefix + name)) for name in payload) if v else None
+                now[c] = (v, r, p)
+                if c in last and last[c][0] and not last[c][1]:
+                    if not v:
+                        self._fail(f"{c.upper()}VALID dropped before {c.upper()}READY")
+                    elif p != last[c][2]:
+                        self._fail(f"{c.upper()} payload changed while waiting for {c.upper()}READY")
+                if not (v and r):
+                    continue
+                if None in p:
+                    self._fail(f"{c.upper()} payload has X or Z bits while {c.upper()}VALID is high")
+                if c in self._open:
+                    self._open[c] += 1
+                elif c == "r":
+                    if self._open["ar"] == 0:
+                        self._fail("R with no AR taken")
+                    else:
+                        self._open["ar"] -= 1
+                        self.reads += 1
+                elif self._open["aw"] == 0 or self._open["w"] == 0:
+                    self._fail("B before the write's AW and W were both taken")
+                else:
+                    self._open["aw"] -= 1
+                    self._open["w"] -= 1
+                    self.writes += 1
+            last = now
+
+    def check_idle(self):
+        """At the end of a test: every AR answered by an R and every AW and W by a B."""
+        if any(self._open.values()):
+            self._fail(f"not idle: {self._open['ar']} reads and {max(self._open['aw'], self._open['w'])} writes "
+                       f"unanswered")

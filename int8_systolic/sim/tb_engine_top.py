@@ -1,6 +1,6 @@
 """cocotb: the memory engine's top (``hw.engine_top.EngineTop``: the engine behind its AXI4-Lite register block) driven
 through its registers only (``host.engine_driver``), memory being ``LatencyAxiRam``, under the AXI4 protocol
-monitor.
+monitor on its master port and the AXI4-Lite one on its register port.
 
 - ``registers``: ID, VERSION, CONFIG and BUFFERS read their elaborated values; a write to an unmapped offset is
   answered SLVERR and sets ERROR.BAD_ACCESS, which write-1 clears.
@@ -27,7 +27,7 @@ from ..hw import commands
 from ..hw.engine import ERRORS
 from ..hw.engine_registers import ID_MAGIC, VERSION, reg
 from .axi_memory import LatencyAxiRam
-from .axi_monitor import AxiMonitor
+from .axi_monitor import AxiLiteMonitor, AxiMonitor
 from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke
 
 SEED = int(os.environ.get("TB_SEED", "1"))
@@ -42,6 +42,7 @@ async def setup(dut):
     ram = LatencyAxiRam(AxiBus.from_prefix(dut, "m_axi"), dut.aclk, dut.aresetn, size=MEMORY, latency=LATENCY,
                         reset_active_level=False)
     monitor = AxiMonitor(dut, dut.aclk, data_bytes=nbytes, max_burst=16, read_window=[RO, RW], write_window=RW)
+    monitor.lite = AxiLiteMonitor(dut, dut.aclk, reset=dut.aresetn)      # the register block's port
     drv = EngineDriver(dut)
     dut.aresetn.value = 0
     await ClockCycles(dut.aclk, 4)
@@ -78,6 +79,9 @@ async def registers(dut):
     assert await drv.read("ERROR") == 0
     assert await drv.field("STATUS", "BUSY") == 0
     assert monitor.violations == []
+    monitor.lite.check_idle()
+    assert monitor.lite.violations == [], monitor.lite.violations[:5]
+    assert (monitor.lite.reads, monitor.lite.writes) == (9, 8)     # every transfer above (configure: 6 writes)
     write_result({"test": "registers", "compared": 0, "violations": 0})
 
 
@@ -111,7 +115,9 @@ async def list_with_barrier(dut):
     await drv.write("CONTROL", 2)
     assert [await drv.read(n) for n in ("STEPS", "LAYERS_DONE", "BYTES_READ", "BYTES_WRITTEN")] == [0, 0, 0, 0]
     monitor.check_idle()
+    monitor.lite.check_idle()
     assert monitor.violations == [], monitor.violations[:5]
+    assert monitor.lite.violations == [], monitor.lite.violations[:5]
     write_result({"test": "list_with_barrier", "compared": sum(len(e) for _, e in image.outputs),
                   "steps": sum(steps_of(layer) for layer in layers), "busy_cycles": busy, "violations": 0})
 
@@ -139,6 +145,8 @@ async def refused(dut):
     await ClockCycles(dut.aclk, LATENCY + 10)
     check_memory(bytearray(ram.read(0, MEMORY)), before, [image.outputs[0], image.outputs[2]])
     monitor.check_idle()
+    monitor.lite.check_idle()
     assert monitor.violations == [], monitor.violations[:5]
+    assert monitor.lite.violations == [], monitor.lite.violations[:5]
     write_result({"test": "refused", "compared": len(image.outputs[0][1]) + len(image.outputs[2][1]),
                   "violations": 0})
