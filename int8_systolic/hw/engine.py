@@ -382,6 +382,7 @@ class Engine(wiring.Component):
         pending = Signal()            # the back's layer is not in the drain yet
         last_valid = Signal()         # the back's layer (or the last one it ran) captures its output
         drain_idle, drain_end = Signal(), Signal()
+        cap_free = Signal()           # the drain's capture is not writing the input buffer (over, or none)
         fwd = Signal()                # the front's command reads the back's layer's output, captured
         m.d.comb += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
                            & (check.in_buf == vals["out_buf"]))
@@ -390,7 +391,7 @@ class Engine(wiring.Component):
         with m.FSM(name="back") as back:
             # (a layer that does not read the captured output waits for the capture to end: its input's load
             # would share the input buffer with it)
-            with m.State("IDLE"), m.If(ready & ~pending & (fwd | drain_idle | ~d_capturing)):
+            with m.State("IDLE"), m.If(ready & ~pending & (fwd | cap_free)):
                 m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
                              back_w_loading.eq(w_loader.busy & ~w_loader.done),
                              *(vals[name].eq(getattr(check, name)) for name in vals),
@@ -405,7 +406,7 @@ class Engine(wiring.Component):
                 m.next = "IDLE"
         starting = back.ongoing("START")
         m.d.comb += [back_idle.eq(back.ongoing("IDLE")),
-                     take.eq(back.ongoing("IDLE") & ready & ~pending & (fwd | drain_idle | ~d_capturing)),
+                     take.eq(back.ongoing("IDLE") & ready & ~pending & (fwd | cap_free)),
                      in_loader.start.eq(starting & ~forwarded), sched.push.eq(starting),
                      gen.start.eq(starting & ~dw_b), dwgen.start.eq(starting & dw_b), streamer.start.eq(starting)]
 
@@ -426,6 +427,7 @@ class Engine(wiring.Component):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1), fwd_all.eq(1)]
                     m.next = "IDLE"
         m.d.comb += [drain_idle.eq(drain.ongoing("IDLE") & ~pending),
+                     cap_free.eq(drain_idle | ~d_capturing | (drain.ongoing("RUN") & ~capture.busy)),
                      drain_end.eq(drain.ongoing("RUN") & written & ~packer.busy & writer.idle & ~capture.busy),
                      packer.start.eq(drain.ongoing("START")), capture.start.eq(drain.ongoing("START") & d_capturing),
                      writer.cmd.valid.eq(drain.ongoing("RUN") & ~written)]
