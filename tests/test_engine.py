@@ -154,6 +154,16 @@ def test_a_list_outside_the_read_only_window_reads_nothing():
     check_memory(image.mem, before, image.outputs)
 
 
+def run_to_bus_error(dut, image, before, bad, *, index):
+    """Run ``image``'s list with the bus word at ``bad`` answered SLVERR: it stops with BUS at ``index``, and the
+    third layer's output is never written (no layer is taken after the error)."""
+    events, _ = run(dut, image, error_ranges=[(bad, bad + 8)])
+    assert events == [("error", 1 << ERRORS["BUS"], index)]
+    written = {a for a in range(MEMORY) if image.mem[a] != before[a]}
+    third = image.outputs[2]
+    assert not written & set(range(third[0], third[0] + len(third[1]))), "a layer taken after the error ran"
+
+
 def test_an_error_response_sets_bus_after_the_layer():
     """The second layer's input is answered SLVERR: that layer completes, the list stops with BUS at index 1."""
     rng = random.Random(7)
@@ -165,11 +175,7 @@ def test_an_error_response_sets_bus_after_the_layer():
     image.finish()
     bad = commands.unpack(bytes(image.mem[LIST + 64:LIST + 128]))["input_addr"]
     before = bytes(image.mem)
-    events, _ = run(dut, image, error_ranges=[(bad, bad + 8)])
-    assert events == [("error", 1 << ERRORS["BUS"], 1)]
-    written = {a for a in range(MEMORY) if image.mem[a] != before[a]}
-    third = image.outputs[2]
-    assert not written & set(range(third[0], third[0] + len(third[1]))), "the layer after the error ran"
+    run_to_bus_error(dut, image, before, bad, index=1)
     check_memory(image.mem, before, image.outputs[:1] + [(a, bytes(image.mem[a:a + len(e)])) for a, e in
                                                     image.outputs[1:2]])
 
@@ -189,11 +195,7 @@ def test_a_write_error_names_its_layer_and_nothing_is_taken_after_it():
     addr, out = image.outputs[0]
     bad = (addr + len(out) - 1) // 8 * 8        # the last bus word of the first layer's output
     before = bytes(image.mem)
-    events, _ = run(dut, image, error_ranges=[(bad, bad + 8)])
-    assert events == [("error", 1 << ERRORS["BUS"], 0)]
-    written = {a for a in range(MEMORY) if image.mem[a] != before[a]}
-    third = image.outputs[2]
-    assert not written & set(range(third[0], third[0] + len(third[1]))), "a layer taken after the error ran"
+    run_to_bus_error(dut, image, before, bad, index=0)
     # (the memory model keeps a write's data even when it answers SLVERR: both outputs as computed)
     check_memory(image.mem, before, image.outputs[:2])
 

@@ -68,6 +68,23 @@ def _value(signal):
     return int(value) if value.is_resolvable else None
 
 
+def _handshake(fail, c, now, last):
+    """Check channel ``c``'s (valid, ready, payload) this cycle against the last: VALID held with its payload
+    until READY. True when a transfer with a resolved payload took place (X or Z in it is a violation)."""
+    v, r, p = now
+    if last is not None and last[0] and not last[1]:
+        if not v:
+            fail(f"{c.upper()}VALID dropped before {c.upper()}READY")
+        elif p != last[2]:
+            fail(f"{c.upper()} payload changed while waiting for {c.upper()}READY")
+    if not (v and r):
+        return False
+    if None in p:
+        fail(f"{c.upper()} payload has X or Z bits while {c.upper()}VALID is high")
+        return False
+    return True
+
+
 class AxiMonitor:
     def __init__(self, dut, clock, *, data_bytes, max_burst=256, read_window=None, write_window=None,
                  prefix="m_axi_", reset=None):
@@ -137,16 +154,7 @@ class AxiMonitor:
                 v, r = _bit(self._sig(valid)), _bit(self._sig(ready))
                 p = tuple(_value(self._sig(s)) for s in payload) if v else None   # undriven unless valid
                 now[c] = (v, r, p)
-                last = self._last
-                if c in last and last[c][0] and not last[c][1]:
-                    if not v:
-                        self._fail(f"{c.upper()}VALID dropped before {c.upper()}READY")
-                    elif p != last[c][2]:
-                        self._fail(f"{c.upper()} payload changed while waiting for {c.upper()}READY")
-                if not (v and r):
-                    continue
-                if None in p:
-                    self._fail(f"{c.upper()} payload has X or Z bits while {c.upper()}VALID is high")
+                if not _handshake(self._fail, c, now[c], self._last.get(c)):
                     continue
                 if c == "ar":
                     addr, arlen, size, burst = p
@@ -231,15 +239,8 @@ class AxiLiteMonitor:
                 r = _bit(getattr(self.dut, self.prefix + ready))
                 p = tuple(_value(getattr(self.dut, self.prefix + name)) for name in payload) if v else None
                 now[c] = (v, r, p)
-                if c in last and last[c][0] and not last[c][1]:
-                    if not v:
-                        self._fail(f"{c.upper()}VALID dropped before {c.upper()}READY")
-                    elif p != last[c][2]:
-                        self._fail(f"{c.upper()} payload changed while waiting for {c.upper()}READY")
-                if not (v and r):
+                if not _handshake(self._fail, c, now[c], last.get(c)):
                     continue
-                if None in p:
-                    self._fail(f"{c.upper()} payload has X or Z bits while {c.upper()}VALID is high")
                 if c in self._open:
                     self._open[c] += 1
                 elif c == "r":
