@@ -101,8 +101,15 @@ class AxiWriter(wiring.Component):
 
         awvalid = Signal()
         issue = Signal()
-        m.d.comb += [issue.eq(active & (beats_left != 0) & ~awvalid & fresh & (buffered >= burst) & awaiting.w_rdy
-                              & (responses < self.max_outstanding)), changed.eq(took | issue)]
+        # The issue's tests of counts are registers, a cycle old: an issue raises AWVALID, so the next can come
+        # two cycles later at the earliest, when they hold again; between issues the beats buffered only grow and
+        # the responses awaited only fall, so an old value only delays an issue. `settled`: the burst was already
+        # current (`fresh`, and not changed) in the cycle those tests were made.
+        enough, more, room, settled = Signal(), Signal(), Signal(), Signal()
+        m.d.sync += [enough.eq(buffered >= burst), more.eq(beats_left != 0), room.eq(responses < self.max_outstanding),
+                     settled.eq(fresh & ~changed)]
+        m.d.comb += [issue.eq(active & more & ~awvalid & settled & fresh & enough & awaiting.w_rdy & room),
+                     changed.eq(took | issue)]
         with m.If(issue):
             m.d.sync += [awvalid.eq(1), self.m_axi_awaddr.eq(addr), self.m_axi_awlen.eq(burst - 1),
                          addr.eq(addr + (burst << size_log2)), beats_left.eq(beats_left - burst)]

@@ -62,7 +62,8 @@ class CommandFetch(wiring.Component):
         view = data.View(commands.layout(), word)
         op = view.op
 
-        # (ORs of the comparisons: a sum of them would build a chain of adders)
+        # (ORs of the comparisons: a sum of them would build a chain of adders; each registered in DECODE, so that
+        # no comparison feeds the error bits in the cycle it is made)
         known = Signal()
         m.d.comb += known.eq(Cat(op == code for code in commands.OPS.values()).any())
         is_mac = Signal()
@@ -71,6 +72,8 @@ class CommandFetch(wiring.Component):
         m.d.comb += short.eq(Cat(getattr(view, f.name) < f.minimum for f in commands.FIELDS
                                  if f.minimum is not None).any())
 
+        outside = Signal()           # the command at addr is outside the read-only window or misaligned
+        known_r, mac_short, is_end, is_barrier = Signal(), Signal(), Signal(), Signal()
         m.d.sync += [self.done.eq(0), self.barrier.eq(0)]
         m.d.comb += [self.rd_cmd.payload.addr.eq(addr), self.rd_cmd.payload.length.eq(COMMAND_BYTES),
                      self.desc.payload.command.eq(word), self.desc.payload.index.eq(index),
@@ -82,11 +85,13 @@ class CommandFetch(wiring.Component):
                 with m.If(~barrier_pending):
                     m.d.sync += [addr.eq(self.list_addr), index.eq(0)]
                 m.d.sync += barrier_pending.eq(0)
+                m.next = "WINDOW"
+            with m.State("WINDOW"):
+                # the command's place checked against the read-only window, registered
+                m.d.sync += outside.eq((addr < self.win_base) | (addr + COMMAND_BYTES > self.win_limit)
+                                       | (addr[:(self.data_width // 8 - 1).bit_length()] != 0))
                 m.next = "READ"
             with m.State("READ"):
-                outside = Signal()
-                m.d.comb += outside.eq((addr < self.win_base) | (addr + COMMAND_BYTES > self.win_limit)
-                                       | (addr[:(self.data_width // 8 - 1).bit_length()] != 0))
                 m.d.comb += self.rd_cmd.valid.eq(~outside & ~self.stop)
                 with m.If(self.stop):
                     m.d.sync += self.busy.eq(0)
@@ -105,23 +110,27 @@ class CommandFetch(wiring.Component):
                                                                       << (COMMAND_BYTES * 8 - self.data_width))),
                                  beat.eq(beat + 1)]
                     with m.If(beat == beats - 1):
-                        m.next = "CHECK"
+                        m.next = "DECODE"
+            with m.State("DECODE"):
+                m.d.sync += [known_r.eq(known), mac_short.eq(is_mac & short), is_end.eq(op == commands.OPS["END"]),
+                             is_barrier.eq(op == commands.OPS["BARRIER"])]
+                m.next = "CHECK"
             with m.State("CHECK"):
                 with m.If(self.stop):
                     m.d.sync += self.busy.eq(0)
                     m.next = "IDLE"
-                with m.Elif(~known):
+                with m.Elif(~known_r):
                     m.d.sync += [self.error.eq(1 << ERRORS["BAD_OP"]), self.error_index.eq(index),
                                  self.busy.eq(0)]
                     m.next = "IDLE"
-                with m.Elif(is_mac & short):
+                with m.Elif(mac_short):
                     m.d.sync += [self.error.eq(1 << ERRORS["BAD_FIELD"]), self.error_index.eq(index),
                                  self.busy.eq(0)]
                     m.next = "IDLE"
-                with m.Elif(op == commands.OPS["END"]):
+                with m.Elif(is_end):
                     m.d.sync += [self.done.eq(1), self.busy.eq(0)]
                     m.next = "IDLE"
-                with m.Elif(op == commands.OPS["BARRIER"]):
+                with m.Elif(is_barrier):
                     m.d.sync += [self.barrier.eq(1), self.busy.eq(0), barrier_pending.eq(1),
                                  addr.eq(addr + COMMAND_BYTES), index.eq(index + 1)]
                     m.next = "IDLE"
@@ -134,5 +143,5 @@ class CommandFetch(wiring.Component):
                     m.next = "IDLE"
                 with m.Elif(self.desc.ready):
                     m.d.sync += [addr.eq(addr + COMMAND_BYTES), index.eq(index + 1)]
-                    m.next = "READ"
+                    m.next = "WINDOW"
         return m
