@@ -139,10 +139,10 @@ class ByteBuffer(wiring.Component):
             m.d.comb += rrow.eq(r_row + (b < (r_off >> bshift)) if b < self.banks - 1 else r_row)
             row = Signal(self.row_bits, name=f"row{b}")      # the row this bank reads
             m.d.comb += row.eq(Mux(self.g_en, self.g_rows[b], rrow) if self.bank_port else rrow)
-            en = self.r_en | self.g_en if self.bank_port else self.r_en
             if self.dsp == "ecp5":
                 banks_out.append(self._ecp5_bank(m, b, wrow, Cat(datas), Cat(ens), row))
                 continue
+            en = self.r_en | self.g_en if self.bank_port else self.r_en
             m.submodules[f"bank{b}"] = bank = Memory(shape=8 * bb, depth=self.rows, init=[])
             wp, rp = bank.write_port(granularity=8) if bb > 1 else bank.write_port(), bank.read_port()
             m.d.comb += [wp.addr.eq(wrow), wp.data.eq(Cat(datas)), wp.en.eq(Cat(ens)), rp.addr.eq(row), rp.en.eq(en)]

@@ -7,14 +7,13 @@ output register (``int8_systolic/sim/ecp5_models.py`` models it for simulation).
 
 from amaranth import ClockSignal, Const, Instance
 
-__all__ = ["DP16KD_BYTES", "DP16KD_DEPTH", "DP16KD_MODES", "LUTRAM_BITS", "LUTRAM_DEPTH", "dp16kd"]
+__all__ = ["DP16KD_DEPTH", "DP16KD_MODES", "LUTRAM_BITS", "LUTRAM_DEPTH", "dp16kd"]
 
 LUTRAM_BITS = 4
 LUTRAM_DEPTH = 1 << LUTRAM_BITS
 DP16KD_DEPTH = 1024
 # data width -> words, for the modes dp16kd builds (18 432 bits each: 2 KB of 9-bit bytes)
 DP16KD_MODES = {9: 2048, 18: 1024, 36: 512}
-DP16KD_BYTES = 2048
 
 
 def dp16kd(w_addr, w_data, w_en, r_addr, r_data, *, width=18):

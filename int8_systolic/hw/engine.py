@@ -391,7 +391,7 @@ class Engine(wiring.Component):
         with m.FSM(name="back") as back:
             # (a layer that does not read the captured output waits for the capture to end: its input's load
             # would share the input buffer with it)
-            with m.State("IDLE"), m.If(ready & ~pending & (fwd | cap_free)):
+            with m.State("IDLE"), m.If(take):
                 m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
                              back_w_loading.eq(w_loader.busy & ~w_loader.done),
                              *(vals[name].eq(getattr(check, name)) for name in vals),

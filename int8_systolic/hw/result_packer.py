@@ -64,10 +64,8 @@ class ResultPacker(wiring.Component):
         settle = Signal(range(mul.latency + 3))     # cycles until `total` is this layer's
         with m.If(settle != 0):
             m.d.sync += settle.eq(settle - 1)
-        complete = Signal(33)            # bytes below this are in the buffer (row tiles done)
-        done = Signal(33)                # complete, a cycle later: bytes below this have landed
+        complete = Signal(33)            # bytes below this are written (row tiles done; a write lands a cycle later)
         receiving = Signal()             # the layer's result rows are not all in
-        m.d.sync += done.eq(complete)
         r_addr = Signal(32)
         in_flight = Signal(range(ByteBuffer.LATENCY + 2))
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * nbytes + nbytes, depth=ByteBuffer.LATENCY + 1)
@@ -76,7 +74,7 @@ class ResultPacker(wiring.Component):
         pixel = Signal(16)               # mt + i
         ch_left = Signal(signed(17))     # channels - nt: the column tile's real lanes
         with m.If(self.start):
-            m.d.sync += [i.eq(0), mt.eq(0), nt.eq(0), complete.eq(0), done.eq(0), r_addr.eq(0), self.busy.eq(1),
+            m.d.sync += [i.eq(0), mt.eq(0), nt.eq(0), complete.eq(0), r_addr.eq(0), self.busy.eq(1),
                          settle.eq(mul.latency + 2),
                          px.eq(self.pixels), ch.eq(self.channels), w_ptr.eq(0), col_base.eq(0), pixel.eq(0),
                          ch_left.eq(self.channels), receiving.eq(1)]
@@ -86,8 +84,8 @@ class ResultPacker(wiring.Component):
         m.d.comb += take.eq(self.res.valid & receiving)
         strb = Signal(width)
         m.d.comb += strb.eq(Cat((ch_left > j) & (pixel < px) for j in range(cols)))
-        # the write, registered (its strobes' comparisons stay out of the block RAMs' cycle); `done` is `complete`
-        # a cycle later, so the drain reads a row tile's bytes only after their write has landed
+        # the write goes to the buffer a cycle after its row is taken, and lands at the end of that cycle: the
+        # drain's `word_in`, a register computed from `complete`, lets its bytes be read the cycle after
         wq_en, wq_addr = Signal(name="wq_en"), Signal(len(buf.w_addr), name="wq_addr")
         wq_data, wq_strb = Signal(8 * width, name="wq_data"), Signal(width, name="wq_strb")
         m.d.sync += [wq_en.eq(take), wq_addr.eq(w_ptr), wq_strb.eq(strb),
@@ -111,20 +109,20 @@ class ResultPacker(wiring.Component):
         # --- drain: aligned bus words from byte 0 up to the complete bytes, through the buffer's read latency ---
         # words read while the writer is not ready wait in `queue`; a read is issued only with room for it
         # The issue's conditions are registers, each computed a cycle ahead for both outcomes of this cycle's issue
-        # (an issue moves r_addr a word on). `done` only grows while a layer drains, so the flag computed from its
+        # (an issue moves r_addr a word on). `complete` only grows while a layer drains, so the flag computed from its
         # value a cycle old is late by a cycle at most, never wrong; `total` is final a cycle before `settle` ends.
         r_next = Signal(32)            # r_addr + nbytes
         below = Signal()               # r_addr < total
-        word_in = Signal()             # the word at r_addr is complete: r_addr + nbytes <= done, or done >= total
+        word_in = Signal()             # the word at r_addr is complete: r_addr + nbytes <= complete, or all is
         credit = Signal(range(queue.depth + 1), init=queue.depth)   # the queue's free entries, less those in flight
         issue = Signal()
         m.d.comb += issue.eq(self.busy & ~self.start & (settle == 0) & below & word_in & (credit != 0))
         m.d.comb += [buf.r_en.eq(issue), buf.r_addr.eq(r_addr)]
         with m.If(issue):
             m.d.sync += [r_addr.eq(r_next), r_next.eq(r_next + nbytes), below.eq(r_next < total),
-                         word_in.eq((r_next + nbytes <= done) | (done >= total))]
+                         word_in.eq((r_next + nbytes <= complete) | (complete >= total))]
         with m.Else():
-            m.d.sync += [below.eq(r_addr < total), word_in.eq((r_next <= done) | (done >= total))]
+            m.d.sync += [below.eq(r_addr < total), word_in.eq((r_next <= complete) | (complete >= total))]
         with m.If(self.start):
             m.d.sync += r_next.eq(nbytes)
         m.d.sync += credit.eq(credit - issue + (queue.r_en & queue.r_rdy))

@@ -30,7 +30,7 @@ from ..hw.engine import ERRORS
 from . import coverage
 from .axi_memory import LatencyAxiRam
 from .axi_monitor import AxiMonitor
-from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke, small_dw_layer
+from .engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke
 
 SEED = int(os.environ.get("TB_SEED", "1"))
 LATENCY = int(os.environ.get("TB_LATENCY", "20"))
@@ -90,15 +90,11 @@ def write_result(result):
         coverage.export(COVERAGE)
 
 
-def big_layer(rng, seed, fc=False, dw=False, max_out_c=40):
+def big_layer(rng, seed, fc=False, max_out_c=40):
     """A layer larger than the Amaranth tests' (several row and column tiles), within the default buffers (with
     ``TB_SMALL``, one of the Amaranth tests' size); a CONV_2D's output channels at most ``max_out_c``."""
     if SMALL:
-        return small_dw_layer(rng, seed) if dw else Layer(rng, seed, fc=fc, out_c=rng.randint(1, min(11, max_out_c)))
-    if dw:
-        c = rng.choice([3, 8, 16, 24, 32, 64])
-        return Layer(rng, seed, dw=True, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12), c),
-                     depth_multiplier=rng.choice([1, 2, 3]) if c <= 8 else 1)
+        return Layer(rng, seed, fc=fc, out_c=rng.randint(1, min(11, max_out_c)))
     if fc:
         return Layer(rng, seed, fc=True, shape=(rng.randint(1, 20), rng.randint(1, 200)), out_c=rng.randint(1, 40))
     return Layer(rng, seed, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12),
