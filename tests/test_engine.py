@@ -200,6 +200,37 @@ def test_a_write_error_names_its_layer_and_nothing_is_taken_after_it():
     check_memory(image.mem, before, image.outputs[:2])
 
 
+def test_row_stacked_layers_are_exact_and_read_after_the_drain():
+    """Few-channel CONV_2D layers with their inputs row-stacked (hw.stacker): one read from memory (10x4 over one
+    channel, stride 2, as DS-CNN's first); then a plain layer whose output does not fit beside its input (not kept
+    on chip), and a stacked one reading that output from memory, only once it is written (its last write burst
+    before the stacked layer's first read)."""
+    rng = random.Random(12)
+    dut = engine()
+    image = Image(12, dut.cols)
+    first = Layer(rng, 120, shape=(1, 13, 5, 1), filter_hw=(10, 4), stride=(2, 2), dilation=(1, 1), padding="SAME",
+                  out_c=5)
+    # (its input and output too large to keep both in the 1 KB input buffer: its output is not captured)
+    middle = Layer(rng, 121, shape=(1, 10, 10, 6), filter_hw=(2, 2), stride=(1, 1), dilation=(1, 1), padding="SAME",
+                   out_c=5)
+    last = Layer.following(middle, rng, 122, filter_hw=(2, 2), stride=(2, 1), dilation=(1, 1), padding="SAME",
+                           out_c=3)
+    for layer, chained in ((first, False), (middle, False), (last, True)):
+        if layer is not middle:
+            assert layer.stack_if_fits(dut.in_depth)
+        image.add(layer, chained=chained)
+    image.finish()
+    before = bytes(image.mem)
+    events, model = run(dut, image, seed=12)
+    assert [e[0] for e in events] == ["done"], events
+    check_memory(image.mem, before, image.outputs)
+    (out_addr, out), (in_addr, _) = image.outputs[1], image.inputs[2]
+    assert in_addr == out_addr
+    last_write = max(t for a, _, t in model.write_bursts if out_addr <= a < out_addr + len(out))
+    first_read = min(t for a, _, t in model.read_bursts if out_addr <= a < out_addr + len(out))
+    assert first_read > last_write, "the stacked layer read its input before the layer before had written it"
+
+
 @pytest.mark.parametrize("data_width", [32, 128])
 def test_other_bus_widths(data_width):
     rng = random.Random(data_width)

@@ -34,9 +34,14 @@ def model(c):
         c["pad_top"] > (c["kernel_h"] - 1) * c["dilation_h"] or c["pad_left"] > (c["kernel_w"] - 1) * c["dilation_w"] \
         or c["act_min"] > c["act_max"] or \
         (c["out_c"] != c["in_c"] * c["depth_multiplier"] if dw else c["depth_multiplier"] != 1)
-    unsupported = c["bypass"]
-    in_buf = c["batch"] * c["in_h"] * c["in_w"] * input_pitch(c["in_c"], 8, NB)
-    too_big = in_len > DEPTHS["in_depth"] or w_len > DEPTHS["w_depth"] or out_len > DEPTHS["out_depth"] or \
+    shape = shape or (c["stack"] and c["op"] != commands.OPS["CONV_2D"])
+    khc = c["kernel_h"] * c["in_c"]
+    unsupported = c["bypass"] or (c["stack"] and (c["dilation_h"] != 1 or khc >= 1 << 16))
+    if c["stack"]:     # row-stacked: out_h rows of in_w pixels of kernel_h * in_c bytes (host.windows.stacked)
+        in_buf = c["batch"] * c["out_h"] * c["in_w"] * khc
+    else:
+        in_buf = c["batch"] * c["in_h"] * c["in_w"] * input_pitch(c["in_c"], 8, NB)
+    too_big = w_len > DEPTHS["w_depth"] or out_len > DEPTHS["out_depth"] or \
         n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24 or in_buf > DEPTHS["in_depth"]
     misaligned = any(c[f] % NB for f in ("input_addr", "weights_addr", "table_addr", "output_addr"))
 
@@ -48,9 +53,11 @@ def model(c):
                              ("MISALIGNED", misaligned), ("WINDOW", window)) if b]
     bits = 1 << ERRORS[failed[0]] if failed else 0     # the first failed check only
     values = {"k": k, "n_tiles": n_tiles, "pixels": pixels, "m_tiles": -(-pixels // ROWS)}
-    if bits & (1 << ERRORS["TOO_BIG"]) == 0:     # sizes past the buffers may saturate: compared only when they fit
+    if not too_big:     # sizes past the buffers may saturate: compared only when they fit
         values.update(in_len=in_len, w_len=w_len, t_len=t_len, out_len=out_len, in_buf=in_buf,
                       out_buf=pixels * input_pitch(c["out_c"], 8, NB))
+        if c["stack"] and not unsupported:
+            values.update(khc=khc, shc=c["stride_h"] * c["in_c"], row_bytes=c["in_w"] * khc)
     return bits, values
 
 
@@ -66,6 +73,8 @@ def good_command(rng):
     if rng.random() < 0.3:
         c.update(op=commands.OPS["DEPTHWISE_CONV_2D"], depth_multiplier=rng.randint(1, 3))
         c["out_c"] = c["in_c"] * c["depth_multiplier"]
+    elif rng.random() < 0.4:
+        c["stack"] = 1
     c.update(input_addr=RW[0], output_addr=RW[0] + 0x8000, weights_addr=RO[0], table_addr=RO[0] + 0x4000)
     return c
 
@@ -90,9 +99,18 @@ BREAKS = [
     lambda c, r: c.update(kernel_h=255, kernel_w=255, in_c=300, pad_top=0, pad_left=0),
     lambda c, r: c.update(input_addr=RW[0] + r.choice([1, 4])),
     lambda c, r: c.update(table_addr=RO[1] - 8),
-    lambda c, r: c.update(output_addr=RW[1] - 8),
+    lambda c, r: c.update(output_addr=RW[1]),
     lambda c, r: c.update(weights_addr=RW[0]),
     lambda c, r: c.update(input_addr=0xFFFFFFF8),
+    lambda c, r: c.update(stack=1, op=commands.OPS["FULLY_CONNECTED"], in_h=1, in_w=1, out_h=1, out_w=1,
+                          kernel_h=1, kernel_w=1, pad_top=0, pad_left=0),
+    lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], dilation_h=2, pad_top=0),
+    lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, kernel_h=2, in_c=40000,
+                          out_c=4, pad_top=0),
+    # row-stacked: the stacked input is larger than the buffer (the plain one would fit)
+    lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, batch=1, in_h=16, in_w=16,
+                          in_c=1, out_h=16, out_w=16, stride_h=1, stride_w=1, kernel_h=17, kernel_w=1, pad_top=8,
+                          pad_left=0, out_c=4),
 ]
 
 
@@ -115,7 +133,7 @@ def run(cmds):
                     assert t == LayerCheck.CYCLES, t
                     got.append((ctx.get(dut.error), {f: ctx.get(getattr(dut, f)) for f in (
                         "k", "n_tiles", "pixels", "m_tiles", "in_len", "w_len", "t_len", "out_len", "in_buf",
-                        "out_buf")}))
+                        "out_buf", "khc", "shc", "row_bytes")}))
                     break
                 await ctx.tick()
             await ctx.tick()

@@ -85,3 +85,47 @@ def test_parameters_refused():
         Loader(128, buffer_width=8)
     with pytest.raises(ValueError, match="chunk a power of two"):
         Loader(64, chunk=100)
+
+
+def test_a_throttled_copy_asks_only_for_what_fits_the_room():
+    """``throttle``: a command is asked for only when it and the bytes asked but not yet written fit ``room`` (the
+    stacker's FIFO), so no beat waits in the read port; unthrottled, the room is ignored."""
+    rng = random.Random(5)
+    dut = Loader(64, buffer_width=16, addr_width=12, chunk=64, throttle=True)
+    length = 64 * 9
+
+    async def bench(ctx):
+        for throttled in (1, 0):
+            owed, asked, written = 0, 0, 0
+            ctx.set(dut.addr, 0x1000)
+            ctx.set(dut.length, length)
+            ctx.set(dut.throttled, throttled)
+            ctx.set(dut.start, 1)
+            await ctx.tick()
+            ctx.set(dut.start, 0)
+            peak = 0
+            for _ in range(3000):
+                room = rng.choice([0, 32, 64, 100, 200])
+                ctx.set(dut.room, room)
+                ctx.set(dut.rd_cmd.ready, 1)
+                offer = owed > 0 and rng.random() < 0.5
+                ctx.set(dut.rd_data.valid, offer)
+                ctx.set(dut.rd_data.payload, {"data": 0, "last": 0})
+                if ctx.get(dut.rd_cmd.valid):
+                    n = ctx.get(dut.rd_cmd.payload)["length"]
+                    if throttled:
+                        assert asked - written + n <= room, "a command asked for past the room"
+                    asked += n
+                    owed += n // 8
+                if offer and ctx.get(dut.rd_data.ready):
+                    owed -= 1
+                    written += 8
+                peak = max(peak, asked - written)
+                await ctx.tick()
+                if not ctx.get(dut.busy):
+                    break
+            assert written == length
+            if not throttled:
+                assert peak > 200, "unthrottled, the room is not a bound"
+
+    simulate(dut, bench)

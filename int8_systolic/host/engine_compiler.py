@@ -27,7 +27,7 @@ import numpy as np
 from ..hw import commands
 from ..hw.depthwise_gen import input_pitch
 from .engine_layout import table_image, weights_image
-from .windows import Geometry
+from .windows import Geometry, feed_efficiency, stack_cycles, stackable, stacked
 
 __all__ = ["EngineLayer", "Program", "compile_model"]
 
@@ -70,14 +70,35 @@ class Program:
         return sorted({self.layers[op].input_tensor for op in self.segments[seg]} - written)
 
 
-def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles):
+def _stacked_bytes(g):
+    return g.batch * g.out_h * g.in_w * g.kernel_h * g.in_c
+
+
+def _should_stack(g, out_c, *, rows, cols, data_width, in_depth):
+    """Whether to row-stack a CONV_2D's input (:func:`host.windows.stacked`): when the window generator feeds it
+    faster so (short runs: few channels), the stacked input fits the buffer and the stacker (a byte a cycle for
+    each stacked row it goes to) keeps ahead of the array."""
+    width = max(16, data_width // 8)       # the engine's window generator reads (hw.engine.Engine.in_width)
+    if not stackable(g) or _stacked_bytes(g) > in_depth:
+        return False
+    if min(1.0, feed_efficiency(stacked(g), rows, width)) <= min(1.0, feed_efficiency(g, rows, width)):
+        return False
+    array_cycles = -(-g.pixels // rows) * -(-out_c // cols) * g.k
+    return stack_cycles(g) <= array_cycles
+
+
+def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles,
+                    stack=False):
     """Why the engine cannot run a layer of this shape (None: it can), as :class:`hw.layer_check.LayerCheck`."""
     nb = data_width // 8
     up = lambda v: -(-v // nb) * nb  # noqa: E731
-    if g.batch * g.in_h * g.in_w * g.in_c > in_depth:
+    if stack:
+        if _stacked_bytes(g) > in_depth:
+            return f"its input row-stacked ({_stacked_bytes(g)} bytes) is larger than the input buffer ({in_depth})"
+    elif g.batch * g.in_h * g.in_w * g.in_c > in_depth:
         return f"its input ({g.batch * g.in_h * g.in_w * g.in_c} bytes) is larger than the input buffer ({in_depth})"
     pitch = input_pitch(g.in_c, 1 << (cols - 1).bit_length(), nb)
-    if g.batch * g.in_h * g.in_w * pitch > in_depth:
+    if not stack and g.batch * g.in_h * g.in_w * pitch > in_depth:
         return (f"its input at {pitch} bytes a pixel ({g.batch * g.in_h * g.in_w * pitch} bytes) is larger than the "
                 f"input buffer ({in_depth})")
     if up(n_tiles * k * cols) > w_depth:
@@ -91,10 +112,12 @@ def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth
     return None
 
 
-def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=65536, out_depth=32768,
+def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w_depth=65536, out_depth=32768,
                   max_col_tiles=64, ro_base=0x0, rw_base=None):
     """The memory image and plan of ``interp``'s model (a :class:`golden.tflite.interpreter.Interpreter`) for an
-    engine of these parameters (:class:`hw.engine.Engine`'s)."""
+    engine of these parameters (:class:`hw.engine.Engine`'s; ``rows`` defaults to ``cols``). A CONV_2D with few
+    channels gets its input row-stacked where that feeds the array faster (:func:`host.windows.stacked`)."""
+    rows = cols if rows is None else rows
     sg = interp.model.subgraphs[0]
     layers, host_macs, segments = {}, {}, [[]]
     weights_blobs = []            # (op index, weights bytes, table bytes)
@@ -133,9 +156,11 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
             out_c = weights.shape[0]
             n_tiles = -(-out_c // cols)
             k = weights.size // out_c
+            stack = kind == "CONV_2D" and _should_stack(g, out_c, rows=rows, cols=cols, data_width=data_width,
+                                                        in_depth=in_depth)
             reason = _engine_refusal(g, out_c, k, n_tiles, cols=cols, data_width=data_width,
                                      in_depth=in_depth, w_depth=w_depth, out_depth=out_depth,
-                                     max_col_tiles=max_col_tiles)
+                                     max_col_tiles=max_col_tiles, stack=stack)
         if reason is None:
             mult = np.broadcast_to(np.asarray(p["output_multiplier"], np.int64), (out_c,))
             shift = np.broadcast_to(np.asarray(p["output_shift"], np.int64), (out_c,))
@@ -150,9 +175,10 @@ def compile_model(interp, *, cols=8, data_width=64, in_depth=32768, w_depth=6553
                 segments.append([])
             continue
         segments[-1].append(op.index)
-        weights_blobs.append((op.index, weights_image(weights, cols), table))
+        weights_blobs.append((op.index, weights_image(weights, cols, stack=stack), table))
         fields[op.index] = {
-            "op": kind, "batch": g.batch, "in_h": g.in_h, "in_w": g.in_w, "in_c": g.in_c, "out_h": g.out_h,
+            "op": kind, "stack": int(stack),
+            "batch": g.batch, "in_h": g.in_h, "in_w": g.in_w, "in_c": g.in_c, "out_h": g.out_h,
             "out_w": g.out_w, "out_c": out_c, "depth_multiplier": multiplier, "kernel_h": g.kernel_h,
             "kernel_w": g.kernel_w,
             "stride_h": g.stride_h, "stride_w": g.stride_w, "dilation_h": g.dilation_h, "dilation_w": g.dilation_w,

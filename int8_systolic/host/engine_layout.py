@@ -4,7 +4,8 @@ What the compiler writes into the engine's memory image for a layer (docs/engine
 
 - :func:`weights_image`: OHWI int8 weights as ``[n_tile][k][cols]``, K in TFLite's (kh, kw, c)
   order (the window generator's), output channels past N zero; a DEPTHWISE_CONV_2D's [1, KH, KW, N]
-  filter goes in as [N, KH, KW] (K the taps, the depthwise generator's order);
+  filter goes in as [N, KH, KW] (K the taps, the depthwise generator's order); a row-stacked CONV_2D's
+  K is in (kw, kh, c) order;
 - :func:`table_image`: 16 bytes a channel (:func:`hw.table_loader.pack_table`): the bias with the
   input zero point folded in (``bias - z_a * sum_k w[k][n]``: padding taps read the zero point, so
   they add nothing), the multiplier and the shift;
@@ -20,9 +21,12 @@ from ..hw.table_loader import pack_table
 __all__ = ["mac_command", "table_image", "weights_image"]
 
 
-def weights_image(weights, cols):
-    """OHWI (or [N, K]) int8 weights in the engine's layout: ``[ceil(N / cols)][K][cols]`` bytes."""
+def weights_image(weights, cols, *, stack=False):
+    """OHWI (or [N, K]) int8 weights in the engine's layout: ``[ceil(N / cols)][K][cols]`` bytes; with ``stack`` (a
+    row-stacked CONV_2D, :func:`host.windows.stacked`) K in (kw, kh, c) order."""
     w = np.asarray(weights, np.int8)
+    if stack:
+        w = w.transpose(0, 2, 1, 3)
     n = w.shape[0]
     k = w.size // n
     n_tiles = -(-n // cols)
@@ -41,11 +45,11 @@ def table_image(bias, weights, input_zero_point, multiplier, shift):
 
 
 def mac_command(op, g, out_c, *, input_addr, weights_addr, table_addr, output_addr, input_zero_point,
-                output_zero_point, act_min=-128, act_max=127, depth_multiplier=1):
-    """One MAC command's 64 bytes: ``g`` a :class:`host.windows.Geometry`."""
-    return commands.pack(op=op, input_addr=input_addr, weights_addr=weights_addr, table_addr=table_addr,
-                         output_addr=output_addr, batch=g.batch, in_h=g.in_h, in_w=g.in_w, in_c=g.in_c,
-                         out_h=g.out_h, out_w=g.out_w, out_c=out_c, depth_multiplier=depth_multiplier,
+                output_zero_point, act_min=-128, act_max=127, depth_multiplier=1, stack=False):
+    """One MAC command's 64 bytes: ``g`` a :class:`host.windows.Geometry`; ``stack``: the input row-stacked."""
+    return commands.pack(op=op, stack=int(stack), input_addr=input_addr, weights_addr=weights_addr,
+                         table_addr=table_addr, output_addr=output_addr, batch=g.batch, in_h=g.in_h, in_w=g.in_w,
+                         in_c=g.in_c, out_h=g.out_h, out_w=g.out_w, out_c=out_c, depth_multiplier=depth_multiplier,
                          kernel_h=g.kernel_h, kernel_w=g.kernel_w, stride_h=g.stride_h, stride_w=g.stride_w,
                          dilation_h=g.dilation_h, dilation_w=g.dilation_w, pad_top=g.pad_top, pad_left=g.pad_left,
                          input_zero_point=input_zero_point, output_zero_point=output_zero_point, act_min=act_min,

@@ -15,6 +15,14 @@ zero point instead: each read carries a mask.
 :func:`blocks` lists the reads (what the hardware generator must produce, cycle for cycle);
 :func:`steps` plays them against an input tensor, and tests/test_windows.py checks the result is
 exactly the im2col matrix of the golden model (:func:`golden.staged.im2col`, TFLite's padding).
+
+**Row-stacked layers** (few channels: a run of ``kernel_w * in_c`` bytes shorter than a read). The
+engine's stacker (:class:`hw.stacker.Stacker`) stores the input so that, for each output row, position x
+holds the ``kernel_h`` input rows' channels of column x (:func:`stack_input`; rows in the padding
+hold the zero point). A window is then ``kernel_w * kernel_h * in_c`` contiguous bytes, one run, and
+the generator runs unchanged on :func:`stacked`'s geometry: ``out_h`` rows of ``in_w`` pixels of
+``kernel_h * in_c`` bytes, a 1 x ``kernel_w`` filter. The reduction order becomes (kw, kh, c), so
+the weights go in that order (:func:`host.engine_layout.weights_image`).
 """
 
 import dataclasses
@@ -23,7 +31,8 @@ import numpy as np
 
 from ..golden import staged
 
-__all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "steps", "stored"]
+__all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "stack_cycles",
+           "stack_input", "stackable", "stacked", "steps", "stored"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -192,3 +201,40 @@ def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, pi
                                 load[(first + 1) % banks] += 1
                     out.append(max(1, *load))
     return out
+
+
+def stackable(g):
+    """Whether the engine can hold this CONV_2D's input row-stacked (:class:`hw.stacker.Stacker`): dilation_h 1
+    and a stacked pixel (``kernel_h * in_c`` bytes) below 2**16."""
+    return g.dilation_h == 1 and g.kernel_h * g.in_c < 1 << 16
+
+
+def stacked(g):
+    """The geometry the window generator runs a row-stacked layer on: ``out_h`` rows of ``in_w`` pixels of
+    ``kernel_h * in_c`` bytes, a 1 x ``kernel_w`` filter (the vertical stride and padding are in the stacking)."""
+    return Geometry(g.batch, g.out_h, g.in_w, g.kernel_h * g.in_c, g.out_h, g.out_w, 1, g.kernel_w, 1, g.stride_w,
+                    1, g.dilation_w, 0, g.pad_left)
+
+
+def stack_input(x, g, zero_point):
+    """The NHWC input ``x`` row-stacked, as the stacker leaves it in the buffer: [batch, out_h, in_w, kernel_h,
+    in_c], element (b, oy, x, kh, c) the input at row ``oy * stride_h + kh - pad_top`` (the zero point outside)."""
+    x = np.asarray(x, np.int8)
+    out = np.full((g.batch, g.out_h, g.in_w, g.kernel_h, g.in_c), zero_point, np.int8)
+    for oy in range(g.out_h):
+        for kh in range(g.kernel_h):
+            y = oy * g.stride_h + kh - g.pad_top
+            if 0 <= y < g.in_h:
+                out[:, oy, :, kh, :] = x[:, y]
+    return out
+
+
+def stack_cycles(g):
+    """Cycles the stacker takes to store a layer's input: a byte a cycle for each stacked row it goes to (at least
+    one: a row no output row reads is still taken), over the input rows and the padding rows the windows reach."""
+    per_image = 0
+    last = max(g.in_h - 1, (g.out_h - 1) * g.stride_h + g.kernel_h - 1 - g.pad_top)
+    for y in range(-g.pad_top, last + 1):
+        targets = sum(1 for oy in range(g.out_h) if 0 <= y + g.pad_top - oy * g.stride_h < g.kernel_h)
+        per_image += g.in_w * g.in_c * max(1, targets)
+    return g.batch * per_image

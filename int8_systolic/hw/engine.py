@@ -13,7 +13,8 @@ BARRIER). For each MAC command, in order:
    command's index in the list) hold until the next ``go``.
 2. The table is read into the core's tables (:class:`hw.table_loader.TableLoader`); then the input
    and the weights (:class:`hw.loader.Loader`, into byte-banked buffers), in chunks that take turns
-   on the read port (:class:`hw.read_arbiter.ReadArbiter`).
+   on the read port (:class:`hw.read_arbiter.ReadArbiter`); a command with ``stack`` has its input
+   row-stacked on the way (:class:`hw.stacker.Stacker`: few-channel layers).
 3. Once the table is in, the layer runs while the input and weights still arrive:
    :class:`hw.window_gen.WindowGenerator` builds the activation steps from the input buffer and
    :class:`hw.weight_streamer.WeightStreamer` streams the weights, each waiting for the bytes it
@@ -23,7 +24,8 @@ BARRIER). For each MAC command, in order:
 4. Once the layer's steps are all taken, the next command starts while this one's last results are
    computed, packed and written (the *drain*): a layer that reads the last one's output, captured in
    the input buffer, waits for each byte as it lands there. The drain of the next layer starts when
-   this one's output is written (its write responses in).
+   this one's output is written (its write responses in). A layer reading from memory what the draining
+   layer writes there is taken only once that drain has ended.
 
 ``layer_done`` pulses when a command's output is written (its last write response in); ``step``
 is high for each array step, ``mem_wait`` in each cycle a layer with steps to come offered none
@@ -61,6 +63,7 @@ from .loader import Loader
 from .read_arbiter import ReadArbiter
 from .result_framer import ResultFramer
 from .result_packer import ResultPacker
+from .stacker import Stacker
 from .table_loader import TableLoader
 from .weight_streamer import WeightStreamer
 from .window_gen import WindowGenerator
@@ -149,10 +152,13 @@ class Engine(wiring.Component):
         m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=self.banks * self.bank_bytes,
                                                   bank_bytes=self.bank_bytes, bank_port=True, dsp=self.dsp)
         m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth, dsp=self.dsp)
-        m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
+        m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits,
+                                                    throttle=True)
         # the running layer's output, as it is written, also into the input buffer beside its input: the next layer's
         # input when it reads that output (the beats come from the packer, not from memory)
         m.submodules.capture = capture = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
+        # a row-stacked layer's input goes through the stacker (hw.stacker) rather than straight into the buffer
+        m.submodules.stacker = stacker = Stacker(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
         m.submodules.w_loader = w_loader = Loader(self.data_width, buffer_width=self.w_width, addr_width=w_bits)
         m.submodules.gen = gen = WindowGenerator(rows, self.in_width, addr_width=in_bits, dsp=self.dsp)
         m.submodules.dwgen = dwgen = DepthwiseWindows(rows, cols, banks=self.banks, bank_bytes=self.bank_bytes,
@@ -186,12 +192,16 @@ class Engine(wiring.Component):
         m.d.comb += [w_buf.w_en.eq(w_loader.w_en), w_buf.w_addr.eq(w_loader.w_addr), w_buf.w_data.eq(w_loader.w_data),
                      w_buf.w_strb.eq(w_loader.w_strb)]
         # the input buffer's write port: the capture's beats first (they come when the writer takes them), the
-        # loader's wait
+        # loader's or the stacker's wait (a row-stacked layer's loader gives its beats to the stacker)
+        stack_b = Signal()            # the back's layer is row-stacked
         cap_w = capture.w_en
-        m.d.comb += [in_buf.w_en.eq(cap_w | in_loader.w_en),
-                     in_buf.w_addr.eq(Mux(cap_w, capture.w_addr, in_loader.w_addr)),
-                     in_buf.w_data.eq(Mux(cap_w, capture.w_data, in_loader.w_data)),
-                     in_buf.w_strb.eq(Mux(cap_w, capture.w_strb, in_loader.w_strb)), in_loader.hold.eq(cap_w)]
+        m.d.comb += [in_buf.w_en.eq(cap_w | stacker.w_en | (in_loader.w_en & ~stack_b)),
+                     in_buf.w_addr.eq(Mux(cap_w, capture.w_addr, Mux(stack_b, stacker.w_addr, in_loader.w_addr))),
+                     in_buf.w_data.eq(Mux(cap_w, capture.w_data, Mux(stack_b, stacker.w_data, in_loader.w_data))),
+                     in_buf.w_strb.eq(Mux(cap_w, capture.w_strb, Mux(stack_b, stacker.w_strb, in_loader.w_strb))),
+                     in_loader.hold.eq(cap_w | (stack_b & ~stacker.i_ready)), stacker.hold.eq(cap_w),
+                     stacker.i_valid.eq(in_loader.w_en & stack_b), stacker.i_data.eq(in_loader.w_data),
+                     in_loader.throttled.eq(stack_b), in_loader.room.eq(stacker.room)]
         for reader_of, buf in ((gen, in_buf), (streamer, w_buf)):
             m.d.comb += [buf.r_en.eq(reader_of.r_en), buf.r_addr.eq(reader_of.r_addr),
                          reader_of.r_data.eq(buf.r_data)]
@@ -234,7 +244,8 @@ class Engine(wiring.Component):
         index_b = Signal(16)
         tb_b, wb_b = Signal.like(tb_f), Signal.like(wb_f)
         vals = {name: Signal(32, name=f"{name}_b") for name in ("k", "n_tiles", "pixels", "m_tiles", "in_len",
-                                                                "w_len", "out_len", "in_buf", "out_buf")}
+                                                                "w_len", "out_len", "in_buf", "out_buf", "khc",
+                                                                "shc", "row_bytes")}
         # the drain's layer (its output packed, written and captured), copied from the back's when it starts
         d_out_addr, d_out_c, d_index = Signal(32), Signal(16), Signal(16)
         d_pixels, d_out_len = Signal(32), Signal(32)
@@ -261,12 +272,25 @@ class Engine(wiring.Component):
                      in_loader.pixel.eq(cmd_b.in_c), in_loader.pitch.eq(pitch_b), in_loader.base.eq(in_base),
                      capture.length.eq(d_out_len), capture.base.eq(d_cap_base),
                      capture.pixel.eq(d_out_c), capture.pitch.eq(out_pitch_d),
-                     in_avail.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled), in_loader.filled)),
-                     gen.base.eq(in_base), dwgen.base.eq(in_base), gen.geometry.pitch.eq(pitch_b)]
+                     in_avail.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled),
+                                     Mux(stack_b, stacker.filled, in_loader.filled))),
+                     gen.base.eq(in_base), dwgen.base.eq(in_base), stacker.base.eq(in_base)]
         back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
         geometry = {f: cmd_b[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
                                           "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
-        m.d.comb += [*(gen.geometry[f].eq(v) for f, v in geometry.items()), gen.geometry.n_tiles.eq(vals["n_tiles"]),
+        # a row-stacked layer's window generator runs on host.windows.stacked's geometry: out_h rows of in_w pixels of
+        # kernel_h * in_c bytes, a 1 x kernel_w filter
+        stacked = {"in_h": cmd_b.out_h, "in_c": vals["khc"], "kernel_h": 1, "stride_h": 1, "dilation_h": 1,
+                   "pad_top": 0}
+        m.d.comb += [stack_b.eq(cmd_b.stack),
+                     *(gen.geometry[f].eq(Mux(stack_b, stacked[f], v) if f in stacked else v)
+                       for f, v in geometry.items()),
+                     gen.geometry.pitch.eq(Mux(stack_b, vals["khc"], pitch_b)),
+                     *(stacker.geometry[f].eq(cmd_b[f]) for f in ("batch", "in_h", "in_w", "in_c", "out_h",
+                                                                   "kernel_h", "stride_h", "pad_top")),
+                     stacker.geometry.zero_point.eq(cmd_b.input_zero_point), stacker.khc.eq(vals["khc"]),
+                     stacker.shc.eq(vals["shc"]), stacker.row_bytes.eq(vals["row_bytes"])]
+        m.d.comb += [gen.geometry.n_tiles.eq(vals["n_tiles"]),
                      gen.geometry.zero_point.eq(cmd_b.input_zero_point),
                      gen.avail.eq(in_avail), gen.total.eq(vals["in_buf"]),
                      *(dwgen.geometry[f].eq(v) for f, v in geometry.items() if f != "in_c"),
@@ -385,9 +409,16 @@ class Engine(wiring.Component):
         cap_free = Signal()           # the drain's capture is not writing the input buffer (over, or none)
         fwd = Signal()                # the front's command reads the back's layer's output, captured
         m.d.comb += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
-                           & (check.in_buf == vals["out_buf"]))
+                           & (check.in_buf == vals["out_buf"]) & ~cmd_f.stack)
+        # a layer that reads its input from memory where the draining layer is still writing waits for the drain to
+        # end (read after write: its output is in memory only once its write responses are in)
+        in_end_f, d_out_end = Signal(33), Signal(33)
+        m.d.sync += in_end_f.eq(cmd_f.input_addr + check.in_len)
+        mem_hazard = Signal()
+        m.d.comb += mem_hazard.eq(~drain_idle & (cmd_f.input_addr < d_out_end) & (d_out_addr < in_end_f))
         steps_done = Signal()
-        m.d.comb += steps_done.eq(~gen.busy & ~dwgen.busy & ~streamer.busy & ~in_loader.busy & ~back_w_loading)
+        m.d.comb += steps_done.eq(~gen.busy & ~dwgen.busy & ~streamer.busy & ~in_loader.busy & ~stacker.busy
+                                  & ~back_w_loading)
         with m.FSM(name="back") as back:
             # (a layer that does not read the captured output waits for the capture to end: its input's load
             # would share the input buffer with it)
@@ -406,14 +437,16 @@ class Engine(wiring.Component):
                 m.next = "IDLE"
         starting = back.ongoing("START")
         m.d.comb += [back_idle.eq(back.ongoing("IDLE")),
-                     take.eq(back.ongoing("IDLE") & ready & ~pending & (fwd | cap_free)),
-                     in_loader.start.eq(starting & ~forwarded), sched.push.eq(starting),
+                     take.eq(back.ongoing("IDLE") & ready & ~pending & (fwd | (cap_free & ~mem_hazard))),
+                     in_loader.start.eq(starting & ~forwarded), stacker.start.eq(starting & stack_b),
+                     sched.push.eq(starting),
                      gen.start.eq(starting & ~dw_b), dwgen.start.eq(starting & dw_b), streamer.start.eq(starting)]
 
         written = Signal()            # the drain's write command is taken
         with m.FSM(name="drain") as drain:
             with m.State("IDLE"), m.If(pending):
                 m.d.sync += [pending.eq(0), d_out_addr.eq(cmd_b.output_addr), d_out_c.eq(cmd_b.out_c),
+                             d_out_end.eq(cmd_b.output_addr + vals["out_len"]),
                              d_index.eq(index_b), d_pixels.eq(vals["pixels"]), d_out_len.eq(vals["out_len"]),
                              d_cap_base.eq(cap_base), d_capturing.eq(capturing)]
                 m.next = "START"

@@ -10,8 +10,10 @@ registered stages (:attr:`LayerCheck.CYCLES` cycles in all; ``dsp`` is the multi
 - the bytes the layer moves: its input (batch * in_h * in_w * in_c, rounded up to whole beats),
   weights (n_tiles * k * cols, the engine's layout, rounded up), table (16 per output channel) and
   output (pixels * out_c). The input takes ``in_buf`` = batch * in_h * in_w * pitch bytes of the
-  input buffer (:func:`hw.depthwise_gen.input_pitch`), and the output would take ``out_buf`` = pixels *
-  its pitch there (the engine keeps it on chip for the next layer when both fit).
+  input buffer (:func:`hw.depthwise_gen.input_pitch`), or row-stacked (``stack``, :class:`hw.stacker.Stacker`)
+  batch * out_h * ``row_bytes`` (``row_bytes`` = in_w * ``khc``, ``khc`` = kernel_h * in_c; ``shc`` = stride_h
+  * in_c, the stacker's too), and the output would take ``out_buf`` = pixels * its pitch there (the engine
+  keeps it on chip for the next layer when both fit).
 
 Then ``done`` pulses with ``error`` (:data:`ERRORS`: the bit of the first failed check in this
 order, one bit, so a user reads one reason) and the values:
@@ -19,9 +21,11 @@ order, one bit, so a user reads one reason) and the values:
 - ``INCONSISTENT``: an inconsistent layer. A FULLY_CONNECTED not 1x1 everywhere; a window that starts
   outside the padded input ((out - 1) * stride >= in + pad); a padding as large as the filter's
   extent ((kernel - 1) * dilation + 1); act_min > act_max; a DEPTHWISE_CONV_2D whose out_c is not
-  in_c * depth_multiplier, another op with a depth multiplier other than 1.
-- ``UNSUPPORTED``: what this engine does not run yet (bypass).
-- ``TOO_BIG``: the input, the weights or the output larger than its buffer, more column tiles than
+  in_c * depth_multiplier, another op with a depth multiplier other than 1; ``stack`` on another op than
+  CONV_2D.
+- ``UNSUPPORTED``: what this engine does not run yet: bypass; ``stack`` with dilation_h other than 1 or
+  ``khc`` of 2**16 or more.
+- ``TOO_BIG``: the input (in the buffer), the weights or the output larger than its buffer, more column tiles than
   the core's tables hold, K of 2**24 or more.
 - ``MISALIGNED``: an address not a multiple of the bus width.
 - ``WINDOW``: a tensor not inside its window: input and output in the read-write window, weights
@@ -57,7 +61,8 @@ class LayerCheck(wiring.Component):
         ("cm", "in_c", "depth_multiplier"), ("hwc", "hw", "in_c"), ("k", "khw", "in_c_or_1"),
         ("pixels", "ohw", "batch"), ("hwp", "hw", "pitch"), ("in_bytes", "hwc", "batch"), ("kc", "k", "cols"),
         ("out_bytes", "pixels", "out_c"), ("in_buf", "hwp", "batch"), ("out_buf", "pixels", "out_pitch"),
-        ("w_bytes", "kc", "n_tiles"),
+        ("w_bytes", "kc", "n_tiles"), ("khc", "kernel_h", "in_c"), ("shc", "in_c", "stride_h"),
+        ("stk_row", "khc", "in_w"), ("stk_img", "stk_row", "out_h"), ("stk_buf", "stk_img", "batch"),
     )
     SETUP = setup_cycles(PRODUCTS)
     # ceil(out_c / cols) (17 quotient bits, a bit a cycle) and n_tiles latched, then the products, then
@@ -76,7 +81,7 @@ class LayerCheck(wiring.Component):
             "busy": Out(1), "done": Out(1), "error": Out(len(ERRORS)),
             "k": Out(32), "n_tiles": Out(16), "pixels": Out(32), "m_tiles": Out(32),
             "in_len": Out(32), "w_len": Out(32), "t_len": Out(32), "out_len": Out(32),
-            "in_buf": Out(32), "out_buf": Out(32),
+            "in_buf": Out(32), "out_buf": Out(32), "khc": Out(17), "shc": Out(32), "row_bytes": Out(32),
         })
 
     def elaborate(self, platform):
@@ -118,7 +123,8 @@ class LayerCheck(wiring.Component):
         in_len, w_len, t_len = Signal(32), Signal(32), Signal(32)
         in_pad_h, in_pad_w = Signal(17), Signal(17)
         ends = {name: Signal(34, name=f"end_{name}") for name in ("input", "output", "weights", "table")}
-        shape, too_big, misaligned, window = Signal(), Signal(), Signal(), Signal()
+        shape, unsupported, too_big, misaligned, window = Signal(), Signal(), Signal(), Signal(), Signal()
+        in_buf = Signal(32)
 
         def beats(v):
             up = Signal(33)
@@ -126,6 +132,7 @@ class LayerCheck(wiring.Component):
             return Mux(up[32], _MAX, up[:32] & ~(nbytes - 1))
 
         is_fc = c.op == commands.OPS["FULLY_CONNECTED"]
+        is_conv = c.op == commands.OPS["CONV_2D"]
         ones = (c.in_h == 1) & (c.in_w == 1) & (c.out_h == 1) & (c.out_w == 1) & (c.kernel_h == 1) & (c.kernel_w == 1)
         # (input and output in the read-write window, weights and table in the read-only one)
         spans = (("input", c.input_addr, self.rw_base, self.rw_limit), ("output", c.output_addr, self.rw_base,
@@ -157,7 +164,9 @@ class LayerCheck(wiring.Component):
             with m.State("WEIGHTS"):
                 m.d.sync += [self.m_tiles.eq(quo), in_len.eq(beats(val["in_bytes"])), w_len.eq(beats(val["w_bytes"])),
                              t_len.eq(c.out_c * ENTRY_BYTES), in_pad_h.eq(c.in_h + c.pad_top),
-                             in_pad_w.eq(c.in_w + c.pad_left)]
+                             in_pad_w.eq(c.in_w + c.pad_left),
+                             in_buf.eq(Mux(c.stack, val["stk_buf"], val["in_buf"])),
+                             unsupported.eq(c.bypass | (c.stack & ((c.dilation_h != 1) | (val["khc"] >> 16 != 0))))]
                 m.next = "ENDS"
             with m.State("ENDS"):
                 m.d.sync += [ends["input"].eq(c.input_addr + in_len),
@@ -166,10 +175,12 @@ class LayerCheck(wiring.Component):
                              shape.eq((is_fc & ~ones) | (val["span_h"] >= in_pad_h) | (val["span_w"] >= in_pad_w) |
                                       (c.pad_top > val["ext_h"]) | (c.pad_left > val["ext_w"]) |
                                       (c.act_min > c.act_max) | Mux(is_dw, val["cm"] != c.out_c,
-                                                                    c.depth_multiplier != 1)),
-                             too_big.eq((in_len > self.in_depth) | (w_len > self.w_depth) |
-                                        (val["out_bytes"] > self.out_depth) | (n_tiles > self.max_col_tiles) |
-                                        (val["k"] >= 1 << 24) | (val["in_buf"] > self.in_depth)),
+                                                                    c.depth_multiplier != 1) | (c.stack & ~is_conv)),
+                             # (the input's bytes in the buffer: at least in_len rounded to a beat, unless
+                             # row-stacked, which stores only the rows the windows reach)
+                             too_big.eq((w_len > self.w_depth) | (val["out_bytes"] > self.out_depth) |
+                                        (n_tiles > self.max_col_tiles) | (val["k"] >= 1 << 24) |
+                                        (in_buf > self.in_depth)),
                              misaligned.eq(((c.input_addr | c.weights_addr | c.table_addr | c.output_addr)
                                             & (nbytes - 1)) != 0)]
                 m.next = "FLAGS"
@@ -178,12 +189,13 @@ class LayerCheck(wiring.Component):
                                           for name, addr, base, limit in spans).any())
                 m.next = "CHECK"
             with m.State("CHECK"):
-                failed = Cat(shape, c.bypass, too_big, misaligned, window)
+                failed = Cat(shape, unsupported, too_big, misaligned, window)
                 m.d.sync += [self.done.eq(1), self.error.eq(failed & -failed),
                              self.in_len.eq(in_len), self.w_len.eq(w_len), self.t_len.eq(t_len),
                              self.out_len.eq(val["out_bytes"]), self.k.eq(val["k"]), self.n_tiles.eq(n_tiles),
-                             self.pixels.eq(val["pixels"]), self.in_buf.eq(val["in_buf"]),
-                             self.out_buf.eq(val["out_buf"])]
+                             self.pixels.eq(val["pixels"]), self.in_buf.eq(in_buf),
+                             self.out_buf.eq(val["out_buf"]), self.khc.eq(val["khc"]), self.shc.eq(val["shc"]),
+                             self.row_bytes.eq(val["stk_row"])]
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
         return m

@@ -13,9 +13,11 @@ goes to ``base + p * pitch + i`` (:func:`hw.depthwise_gen.input_pitch`; ``pixel`
 ``pitch == pixel`` (0 and 0 too) the copy is linear. ``loaded`` counts the bytes written so far, ``filled``
 the buffer's bytes from ``base`` below which every byte is written (``loaded`` for a linear copy; the
 engine starts computing on the first bytes and its readers wait for the bytes they need). While ``hold``
-is high the loader takes no beat (another writer has the buffer's port). ``done`` pulses after the
-last beat is written; ``busy`` is high from the cycle after ``start`` to then. The copy runs at the port's rate:
-the buffer takes a beat every cycle.
+is high the loader takes no beat (another writer has the buffer's port). With ``throttle`` (the engine's input
+loader, feeding the slower :class:`hw.stacker.Stacker` when ``throttled``), a command is asked for only when
+it and the bytes asked but not yet written fit ``room``, so that no beat of it waits in the read port.
+``done`` pulses after the last beat is written; ``busy`` is high from the cycle after ``start`` to then. The copy
+runs at the port's rate: the buffer takes a beat every cycle.
 """
 
 from amaranth import Module, Mux, Signal
@@ -28,7 +30,7 @@ __all__ = ["Loader"]
 
 
 class Loader(wiring.Component):
-    def __init__(self, data_width=64, *, buffer_width=8, addr_width=16, chunk=256):
+    def __init__(self, data_width=64, *, buffer_width=8, addr_width=16, chunk=256, throttle=False):
         if not (data_width in (32, 64, 128) and buffer_width in (4, 8, 16, 32) and 8 * buffer_width >= data_width
                 and isinstance(chunk, int) and chunk >= data_width // 8 and chunk & (chunk - 1) == 0):
             self._MustUse__silence = True  # a refused object is not an unused design
@@ -36,7 +38,9 @@ class Loader(wiring.Component):
                              f"least a beat and chunk a power of two of at least a beat, got {data_width!r}, "
                              f"{buffer_width!r}, {chunk!r}")
         self.data_width, self.buffer_width, self.addr_width, self.chunk = data_width, buffer_width, addr_width, chunk
+        self.throttle = throttle
         super().__init__({
+            **({"throttled": In(1), "room": In(16)} if throttle else {}),
             "start": In(1), "addr": In(32), "length": In(24), "base": In(addr_width), "pixel": In(17),
             "pitch": In(17),
             "rd_cmd": Out(stream.Signature(command_layout())),
@@ -68,8 +72,18 @@ class Loader(wiring.Component):
                          spread.eq(self.pitch != self.pixel), pix_addr.eq(self.base), w_ptr.eq(self.base),
                          pix_start.eq(0), pix_left.eq(self.pixel), unwritten.eq(self.length), filled.eq(0)]
         # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients'
-        m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0)), self.rd_cmd.payload.addr.eq(next_addr),
-                     self.rd_cmd.payload.length.eq(Mux(left > self.chunk, self.chunk, left))]
+        length = Mux(left > self.chunk, self.chunk, left)
+        may = 1
+        if self.throttle:
+            # (throttled: asked for only when the bytes asked and not yet written, and these, fit the room)
+            owed = Signal(25)
+            m.d.sync += owed.eq(owed + Mux(self.rd_cmd.valid & self.rd_cmd.ready, length, 0)
+                                - Mux(self.w_en, nbytes, 0))
+            with m.If(self.start & ~self.busy):
+                m.d.sync += owed.eq(0)
+            may = ~self.throttled | (owed + length <= self.room)
+        m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0) & may), self.rd_cmd.payload.addr.eq(next_addr),
+                     self.rd_cmd.payload.length.eq(length)]
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
         m.d.comb += [self.rd_data.ready.eq(self.busy & ~self.hold), self.w_addr.eq(w_ptr),

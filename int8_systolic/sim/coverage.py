@@ -93,7 +93,8 @@ MODEL = {
         "depth_multiplier": ["1", "2 to cols", "above cols"],
         "zero_points": ["input -128", "input 127", "output -128", "output 127"],
         "activation": ["clamped inside int8"],
-        "input": ["read from memory", "kept on chip (the last layer's output)"],
+        "input": ["read from memory", "kept on chip (the last layer's output)", "row-stacked (few channels)",
+                  "the last layer's output read from memory (after its drain)"],
         "addresses": ["a tensor across a 4 KB boundary"],
         "refusal": ["BAD_OP", "BAD_FIELD", "INCONSISTENT", "UNSUPPORTED", "TOO_BIG", "MISALIGNED", "WINDOW"],
         "reset": ["mid-list"],
@@ -303,11 +304,12 @@ def sample_mode_switches(modes, first_steps, last_results):
     return labels
 
 
-def sample_engine_layer(op, g, out_c, cols, depth_multiplier, zp_in, zp_out, act, tensors, read_spans):
+def sample_engine_layer(op, g, out_c, cols, depth_multiplier, zp_in, zp_out, act, tensors, read_spans, *,
+                        stack=False, chained=False):
     """Sample the ``engine`` group for one layer the engine ran and the testbench checked: ``g`` its
     :class:`host.windows.Geometry`, ``tensors`` the (address, bytes) of its input and output, ``read_spans`` the
     (address, bytes) of every read burst the AXI monitor saw in its list (an input none of them touched was
-    read on chip)."""
+    read on chip); ``stack``: its input row-stacked; ``chained``: its input the last layer's output."""
     sample("engine", "op", [op])
     padded_h = (g.out_h - 1) * g.stride_h + (g.kernel_h - 1) * g.dilation_h - g.pad_top >= g.in_h
     padded_w = (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w - g.pad_left >= g.in_w
@@ -330,6 +332,10 @@ def sample_engine_layer(op, g, out_c, cols, depth_multiplier, zp_in, zp_out, act
     (in_addr, in_bytes), _ = tensors
     read = any(a < in_addr + in_bytes and in_addr < a + n for a, n in read_spans)
     sample("engine", "input", ["read from memory" if read else "kept on chip (the last layer's output)"])
+    if stack:
+        sample("engine", "input", ["row-stacked (few channels)"])
+    if chained and read:
+        sample("engine", "input", ["the last layer's output read from memory (after its drain)"])
     if any(a // 4096 != (a + n - 1) // 4096 for a, n in tensors):
         sample("engine", "addresses", ["a tensor across a 4 KB boundary"])
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..golden.fixedpoint import quantize_multiplier
 from ..golden.kernels import conv_2d_kernel, depthwise_conv_2d_kernel
 from ..host.engine_layout import mac_command, table_image, weights_image
-from ..host.windows import Geometry
+from ..host.windows import Geometry, stackable
 from ..hw import commands
 
 __all__ = ["LIST", "MEMORY", "RO", "RW", "Image", "Layer", "check_memory", "poke", "small_dw_layer"]
@@ -69,6 +69,15 @@ class Layer:
         self.zp_out = rng.choice([-128, 127, rng.randint(-128, 127)])
         self.act = sorted(rng.sample(range(-128, 128), 2)) if rng.random() < 0.3 else [-128, 127]
         self.stride, self.dilation, self.padding = stride, dilation, padding
+        self.stack = False       # a CONV_2D's input row-stacked (host.windows.stacked): set by stack_if_fits
+
+    def stack_if_fits(self, in_depth):
+        """Row-stack this CONV_2D's input (the command's ``stack``) if the engine can: dilation_h 1, the stacked
+        input within half the input buffer. Returns whether it did."""
+        g = self.g
+        self.stack = (self.op == "CONV_2D" and stackable(g)
+                      and g.batch * g.out_h * g.in_w * g.kernel_h * g.in_c <= in_depth // 2)
+        return self.stack
 
     @classmethod
     def following(cls, prev, rng, seed, **kw):
@@ -131,7 +140,7 @@ class Image:
     def add(self, layer, *, chained=False, **override):
         """Place ``layer`` and append its command (``override``: fields set to any bits, :func:`poke`). ``chained``:
         its input is the last layer's output, in place (a :meth:`Layer.following` layer)."""
-        w_addr = self._put("ro", weights_image(layer.w, self.cols))
+        w_addr = self._put("ro", weights_image(layer.w, self.cols, stack=layer.stack))
         t_addr = self._put("ro", table_image(layer.bias, layer.w, layer.zp_in, layer.mult, layer.shift))
         if chained:
             in_addr, prev = self.outputs[-1]
@@ -144,7 +153,8 @@ class Image:
         fields = {"input_addr": in_addr, "weights_addr": w_addr, "table_addr": t_addr, "output_addr": out_addr,
                       "input_zero_point": layer.zp_in, "output_zero_point": layer.zp_out, "act_min": layer.act[0],
                       "act_max": layer.act[1]}
-        raw = mac_command(layer.op, layer.g, layer.out_c, depth_multiplier=layer.depth_multiplier, **fields)
+        raw = mac_command(layer.op, layer.g, layer.out_c, depth_multiplier=layer.depth_multiplier, stack=layer.stack,
+                          **fields)
         if override:
             raw = poke(raw, **override)
         self.list.append(raw)

@@ -84,7 +84,7 @@ def run_models(models, *, sim="verilator", steps=3, rows=8, cols=8, seed=1, wave
         from ..host.engine_compiler import compile_model
 
         for path in paths:      # (the compiler's plan, before anything is built)
-            compile_model(Interpreter(path), cols=cols, data_width=8 * bus_bytes)
+            compile_model(Interpreter(path), rows=rows, cols=cols, data_width=8 * bus_bytes)
         return _run_engine(paths, sim, steps, rows, cols, seed, waves, input_kind, bus_bytes, mem_latency, optimize)
     if block == "axi":
         build_tag += "_axi"

@@ -13,8 +13,8 @@ with random stalls on every channel, under the AXI4 protocol monitor (windows in
 Each test samples the ``engine`` coverage group (sim.coverage) from what it checked, and exports it to
 ``TB_COVERAGE`` if set.
 
-Environment: ``TB_SEED``, ``TB_LATENCY``, ``TB_LAYERS``, ``TB_COLS``, ``TB_SMALL``, ``TB_MAX_CYCLES`` (a list's
-cycles before the test fails as hung; 2 000 000), ``TB_COVERAGE`` (path stem).
+Environment: ``TB_SEED``, ``TB_LATENCY``, ``TB_LAYERS``, ``TB_COLS``, ``TB_SMALL``, ``TB_IN_DEPTH``, ``TB_MAX_CYCLES``
+(a list's cycles before the test fails as hung; 2 000 000), ``TB_COVERAGE`` (path stem).
 """
 
 import json
@@ -38,6 +38,8 @@ LAYERS = int(os.environ.get("TB_LAYERS", "6"))
 MAX_CYCLES = int(os.environ.get("TB_MAX_CYCLES", "2000000"))
 COLS = int(os.environ.get("TB_COLS", "8"))
 SMALL = os.environ.get("TB_SMALL", "0") == "1"     # the Amaranth tests' small layers (for Icarus)
+# the engine's input buffer (sim.regress.engine_for's: small on Icarus), for the row-stacked layers
+IN_DEPTH = int(os.environ.get("TB_IN_DEPTH", "2048" if SMALL else "32768"))
 COVERAGE = os.environ.get("TB_COVERAGE")
 
 
@@ -120,6 +122,10 @@ async def layers(dut):
             layer = Layer.following(layers[-1], rng, seed, out_c=rng.randint(1, 11 if SMALL else 40))
         else:
             layer = big_layer(rng, seed, fc=True)
+        # a CONV_2D row-stacked on alternate seeds: the first of each four (read from memory), or the one reading
+        # the depthwise layer's output (then from memory too, once the depthwise layer's drain has written it)
+        if layer.op == "CONV_2D" and i % 4 == (0, 2)[(i // 4 + SEED) % 2]:
+            layer.stack_if_fits(IN_DEPTH)
         image.add(layer, chained=i % 4 in (1, 2))
         layers.append(layer)
     image.finish()
@@ -133,9 +139,10 @@ async def layers(dut):
     monitor.check_idle()
     assert monitor.violations == [], monitor.violations[:5]
     assert int(dut.bytes_read.value) == monitor.read_bytes
-    for layer, tensor_in, (out_addr, out) in zip(layers, image.inputs, image.outputs, strict=True):
+    for i, (layer, tensor_in, (out_addr, out)) in enumerate(zip(layers, image.inputs, image.outputs, strict=True)):
         coverage.sample_engine_layer(layer.op, layer.g, layer.out_c, COLS, layer.depth_multiplier, layer.zp_in,
-                                     layer.zp_out, layer.act, [tensor_in, (out_addr, len(out))], monitor.read_spans)
+                                     layer.zp_out, layer.act, [tensor_in, (out_addr, len(out))], monitor.read_spans,
+                                     stack=layer.stack, chained=i % 4 in (1, 2))
     macs = sum(layer.macs for layer in layers)
     write_result({"test": "layers", "layers": len(layers), "cycles": cycles, "macs": macs,
                   "compared": sum(len(e) for _, e in image.outputs),

@@ -109,7 +109,7 @@ async def run_model(dut):
     for path in models:
         raw = path.read_bytes()
         interp = Interpreter(raw, path.name)
-        compiled.append((path, raw, interp, compile_model(interp, cols=COLS, data_width=8 * nbytes)))
+        compiled.append((path, raw, interp, compile_model(interp, rows=ROWS, cols=COLS, data_width=8 * nbytes)))
     eng = Engine(dut, max(len(c[3].memory) for c in compiled))
     for (path, raw, interp, program), steps in zip(compiled, STEPS * len(models) if len(STEPS) == 1 else STEPS,
                                                    strict=True):
