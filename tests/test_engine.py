@@ -312,6 +312,33 @@ def test_a_model_runs_from_its_compiled_image(seed):
 
 
 @pytest.mark.slow
+def test_a_model_runs_tiled_in_row_bands():
+    """The generated CNN compiled for 1 KB input and output buffers: each layer of its first segment (a 2 KB input
+    or output) is several row bands, each a command (halo rows read again); every output equals golden's tensor
+    and nothing else is written. (About a minute: `make sim`'s models_engine job runs the bundled models' tiled
+    layers on Verilator; tests/test_engine_compiler.py checks the bands' windows in make test.)"""
+    interp = Interpreter(generated_cnn(0), "cnn")
+    x = model_inputs(interp.model, 1, 0)[0]
+    interp.invoke(x)
+    sizes = {"in_depth": 1024, "w_depth": 4096, "out_depth": 1024, "max_col_tiles": 8}
+    dut = engine(**sizes)
+    program = compile_model(interp, cols=dut.cols, data_width=dut.data_width, **sizes)
+    first = program.segments[0]
+    assert [program.layers[op].kind for op in first] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"]
+    assert all(program.layers[op].commands > 1 for op in first)
+    image = types.SimpleNamespace(mem=bytearray(program.memory))
+    for ti in program.segment_inputs(0):
+        data = np.ascontiguousarray(interp.tensors[ti]).tobytes()
+        image.mem[program.tensor_addr[ti]:program.tensor_addr[ti] + len(data)] = data
+    before = bytes(image.mem)
+    events, _ = run(dut, image, lists=(program.list_addr,), windows=(program.ro, program.rw), max_cycles=400000)
+    assert [e[0] for e in events] == ["barrier" if len(program.segments) > 1 else "done"], events
+    check_memory(image.mem, before, [(program.layers[op].output_addr,
+                                      np.ascontiguousarray(interp.tensors[program.layers[op].output_tensor]).tobytes())
+                                     for op in first])
+
+
+@pytest.mark.slow
 def test_the_default_engine_runs_a_layer_of_several_tiles():
     """8x8, 64-bit, the default buffers: a 3x3 convolution of 16 channels to 20 (three column tiles), exact."""
     rng = random.Random(9)

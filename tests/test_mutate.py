@@ -11,7 +11,7 @@ from int8_systolic.mutate.operators import OPERATORS, mutants
 ROOT = mutate_main.ROOT
 
 
-@pytest.mark.parametrize("file", mutate_main.FILES)
+@pytest.mark.parametrize("file", mutate_main.FILES + mutate_main.ENGINE_FILES)
 def test_each_file_is_mutated_and_every_mutant_is_python(file):
     muts = mutants(ROOT / file, ROOT)
     ops = collections.Counter(m.operator for m in muts)
@@ -129,8 +129,10 @@ def test_the_stages_name_tests_that_exist():
     import subprocess
     import sys
 
-    names = {t for f in mutate_main.FILES for stage in mutate_main.stage_tests(f) for t in stage}
+    names = {t for f in mutate_main.FILES + mutate_main.ENGINE_FILES for stage in mutate_main.stage_tests(f)
+             for t in stage}
     out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider",
                           *sorted(names)], cwd=ROOT, capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
     assert "tests/test_cocotb.py::test_rtl[icarus-2-2-double-ecp5]" in out.stdout
+    assert "tests/test_engine_cocotb.py::test_engine_layers_errors_and_reset[icarus-4-4-64-20-2-generic]" in out.stdout

@@ -2,8 +2,9 @@
 
 :func:`compile_model` walks subgraph 0's operators in order and gives each MAC layer the engine can
 run (CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with constant weights, whose tensors fit the engine's
-buffers: the same checks as :class:`hw.layer_check.LayerCheck`) a command; every other operator, and a MAC
-layer the engine cannot run (the plan says why), is the host's. Consecutive engine layers form a
+buffers: the same checks as :class:`hw.layer_check.LayerCheck`) a command, or several for a layer larger than
+the buffers (:func:`_tiles`: row bands, channel chunks; docs/engine.md, Tiling); every other operator, and a
+MAC layer the engine cannot run (the plan says why), is the host's. Consecutive engine layers form a
 *segment*: one run of the command list, ended by a BARRIER (the host then runs the operators up to
 the next segment and says GO again) or, for the last segment, by END.
 
@@ -21,11 +22,13 @@ gives each engine layer's tensor bytes (input, weights, bias, output, once each)
 """
 
 import dataclasses
+import math
 
 import numpy as np
 
 from ..hw import commands
 from ..hw.depthwise_gen import input_pitch
+from ..hw.table_loader import ENTRY_BYTES
 from .engine_layout import table_image, weights_image
 from .windows import Geometry, feed_efficiency, stack_cycles, stackable, stacked
 
@@ -51,6 +54,7 @@ class EngineLayer:
     macs: int
     tensor_bytes: int          # input, weights, bias and output, once each
     segment: int
+    commands: int = 1          # its commands in the list: more than one when it is tiled
 
 
 @dataclasses.dataclass
@@ -112,6 +116,59 @@ def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth
     return None
 
 
+def _tiles(kind, g, out_c, k, *, stack, cols, data_width, max_col_tiles, **depths):
+    """A layer too large for the engine's buffers as several commands, each within them, or None. Row bands
+    (CONV_2D, DEPTHWISE_CONV_2D, per image): each band's output rows and the input rows their windows reach
+    (the halo read again), the top padding only where the band reaches it, the bottom padding as the engine
+    computes it (reads past the band's rows); the tallest bands that fit. Channel chunks (a layer of one output
+    pixel, FULLY_CONNECTED at batch 1: its output channels contiguous): whole column tiles of weights, table and
+    output. Each part: (geometry, out_c, input, output, weights and table byte offsets); every offset a whole bus
+    word, as the engine requires."""
+    nb = data_width // 8
+
+    def fits(part_g, part_out_c):
+        n = -(-part_out_c // cols)
+        return _engine_refusal(part_g, part_out_c, k, n, cols=cols, data_width=data_width,
+                               max_col_tiles=max_col_tiles, stack=stack, **depths) is None
+
+    if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
+        for band in range(g.out_h, 0, -1):
+            parts = []
+            for b in range(g.batch):
+                for oy0 in range(0, g.out_h, band):
+                    oy1 = min(g.out_h, oy0 + band)
+                    top = oy0 * g.stride_h - g.pad_top          # the band's first window's first row
+                    y_lo = max(0, top)
+                    y_hi = min(g.in_h - 1, (oy1 - 1) * g.stride_h - g.pad_top + (g.kernel_h - 1) * g.dilation_h)
+                    part = Geometry(1, y_hi - y_lo + 1, g.in_w, g.in_c, oy1 - oy0, g.out_w, g.kernel_h, g.kernel_w,
+                                    g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, y_lo - top, g.pad_left)
+                    in_off = (b * g.in_h + y_lo) * g.in_w * g.in_c
+                    out_off = (b * g.out_h + oy0) * g.out_w * out_c
+                    if in_off % nb or out_off % nb or not fits(part, out_c):
+                        break
+                    parts.append((part, out_c, in_off, out_off, 0, 0))
+                else:
+                    continue
+                break
+            else:
+                if len(parts) > 1:
+                    return parts
+    elif g.pixels == 1:
+        n_tiles = -(-out_c // cols)
+        step = nb // math.gcd(nb, cols)      # a chunk's tiles: whole bus words of output
+        for chunk in range(n_tiles - n_tiles % step or step, 0, -step):
+            parts = []
+            for nt0 in range(0, n_tiles, chunk):
+                n0, n1 = nt0 * cols, min(out_c, (nt0 + chunk) * cols)
+                if (nt0 * k * cols) % nb or not fits(g, n1 - n0):
+                    break
+                parts.append((g, n1 - n0, 0, n0, nt0 * k * cols, n0 * ENTRY_BYTES))
+            else:
+                if len(parts) > 1:
+                    return parts
+    return None
+
+
 def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w_depth=65536, out_depth=32768,
                   max_col_tiles=64, ro_base=0x0, rw_base=None):
     """The memory image and plan of ``interp``'s model (a :class:`golden.tflite.interpreter.Interpreter`) for an
@@ -158,9 +215,17 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
             k = weights.size // out_c
             stack = kind == "CONV_2D" and _should_stack(g, out_c, rows=rows, cols=cols, data_width=data_width,
                                                         in_depth=in_depth)
+            depths = {"in_depth": in_depth, "w_depth": w_depth, "out_depth": out_depth}
             reason = _engine_refusal(g, out_c, k, n_tiles, cols=cols, data_width=data_width,
-                                     in_depth=in_depth, w_depth=w_depth, out_depth=out_depth,
-                                     max_col_tiles=max_col_tiles, stack=stack)
+                                     max_col_tiles=max_col_tiles, stack=stack, **depths)
+            parts = [(g, out_c, 0, 0, 0, 0)]
+            if reason is not None:
+                tiled = _tiles(kind, g, out_c, k, stack=stack, cols=cols, data_width=data_width,
+                               max_col_tiles=max_col_tiles, **depths)
+                if tiled is None:
+                    reason += "; no tiling of it fits (row bands, or channel chunks of a one-pixel output)"
+                else:
+                    parts, reason = tiled, None
         if reason is None:
             mult = np.broadcast_to(np.asarray(p["output_multiplier"], np.int64), (out_c,))
             shift = np.broadcast_to(np.asarray(p["output_shift"], np.int64), (out_c,))
@@ -176,27 +241,28 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
             continue
         segments[-1].append(op.index)
         weights_blobs.append((op.index, weights_image(weights, cols, stack=stack), table))
-        fields[op.index] = {
+        # each command: its fields and the offsets of its input, output, weights and table in the layer's
+        fields[op.index] = [({
             "op": kind, "stack": int(stack),
-            "batch": g.batch, "in_h": g.in_h, "in_w": g.in_w, "in_c": g.in_c, "out_h": g.out_h,
-            "out_w": g.out_w, "out_c": out_c, "depth_multiplier": multiplier, "kernel_h": g.kernel_h,
-            "kernel_w": g.kernel_w,
-            "stride_h": g.stride_h, "stride_w": g.stride_w, "dilation_h": g.dilation_h, "dilation_w": g.dilation_w,
-            "pad_top": g.pad_top, "pad_left": g.pad_left, "input_zero_point": -int(p["input_offset"]),
-            "output_zero_point": int(p["output_offset"]), "act_min": int(p["quantized_activation_min"]),
-            "act_max": int(p["quantized_activation_max"])}
+            "batch": pg.batch, "in_h": pg.in_h, "in_w": pg.in_w, "in_c": pg.in_c, "out_h": pg.out_h,
+            "out_w": pg.out_w, "out_c": part_c, "depth_multiplier": multiplier, "kernel_h": pg.kernel_h,
+            "kernel_w": pg.kernel_w, "stride_h": pg.stride_h, "stride_w": pg.stride_w,
+            "dilation_h": pg.dilation_h, "dilation_w": pg.dilation_w, "pad_top": pg.pad_top, "pad_left": pg.pad_left,
+            "input_zero_point": -int(p["input_offset"]), "output_zero_point": int(p["output_offset"]),
+            "act_min": int(p["quantized_activation_min"]), "act_max": int(p["quantized_activation_max"])}, offsets)
+            for pg, part_c, *offsets in parts]
         in_bytes = int(np.prod(x_t.shape))
         out_bytes = int(np.prod(y_t.shape))
         layers[op.index] = EngineLayer(
             op.index, kind, op.inputs[0], op.outputs[0], 0, 0, tuple(y_t.shape), g.pixels * k * out_c,
-            in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes, len(segments) - 1)
+            in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes, len(segments) - 1, len(parts))
     segments = [s for s in segments if s]
     for i, seg in enumerate(segments):
         for op_index in seg:
             layers[op_index].segment = i
 
     # the read-only window: the list, then weights and tables
-    n_commands = sum(len(s) for s in segments) + len(segments)
+    n_commands = sum(layers[op].commands for s in segments for op in s) + len(segments)
     addr = ro_base + _align(n_commands * 4 * commands.WORDS)
     ro_items, w_addr, t_addr = [], {}, {}
     for op_index, wimg, timg in weights_blobs:
@@ -221,8 +287,9 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     for i, seg in enumerate(segments):
         for op_index in seg:
             L = layers[op_index]
-            raw.append(commands.pack(**fields[op_index], input_addr=L.input_addr, output_addr=L.output_addr,
-                                     weights_addr=w_addr[op_index], table_addr=t_addr[op_index]))
+            for f, (in_off, out_off, w_off, t_off) in fields[op_index]:
+                raw.append(commands.pack(**f, input_addr=L.input_addr + in_off, output_addr=L.output_addr + out_off,
+                                         weights_addr=w_addr[op_index] + w_off, table_addr=t_addr[op_index] + t_off))
         raw.append(commands.pack(op="END" if i == len(segments) - 1 else "BARRIER"))
     blob = b"".join(raw)
     memory[ro_base:ro_base + len(blob)] = blob

@@ -70,6 +70,18 @@ _REQUANT_RANDOM = "tests/test_requantizer.py::test_requantizer_random"
 FULL = {"int8_systolic/hw/requantizer.py": ["tests/test_export.py", *_COCOTB, _REQUANT_RANDOM]}
 FAST_DEFAULT = ["tests/test_accelerator.py", "tests/test_accelerator_credit.py"]
 FULL_DEFAULT = ["tests/test_export.py", *_COCOTB]
+# The memory engine's files (issue 41; `--files engine`): each component's own Amaranth test first, then the
+# engine's (its Amaranth tests and its cocotb run on Icarus: every layer kind, refusals, reset mid-list).
+ENGINE_FILES = [f"int8_systolic/hw/{name}.py" for name in (
+    "stacker", "loader", "layer_check", "window_gen", "depthwise_gen", "command_fetch", "table_loader",
+    "result_packer", "read_arbiter", "byte_buffer", "transpose", "weight_streamer", "axi_reader", "axi_writer",
+    "products", "engine", "engine_top")]
+_ENGINE_FULL = ["tests/test_engine.py",
+                "tests/test_engine_cocotb.py::test_engine_layers_errors_and_reset[icarus-4-4-64-20-2-generic]"]
+for _f in ENGINE_FILES:
+    _own = f"tests/test_{_f.rsplit('/', 1)[1]}"
+    FAST[_f] = [_own] if (pathlib.Path(__file__).resolve().parents[2] / _own).is_file() else _ENGINE_FULL[:1]
+    FULL[_f] = [t for t in _ENGINE_FULL if t not in FAST[_f]]
 
 
 # A test taking this long fails (pytest-timeout): a mutant that makes elaboration loop is reported
@@ -94,6 +106,15 @@ CONFIGS = [
     ("Accelerator", {"rows": 2, "cols": 2, "rounding": "double", "max_col_tiles": 4, "dsp": "ecp5"}),
     ("Accelerator", {"rows": 4, "cols": 5, "rounding": "single", "max_col_tiles": 40}),
 ]
+# (the engine's files: its netlist at two configurations, as its tests build it)
+ENGINE_CONFIGS = [
+    ("Engine", {"rows": 4, "cols": 4, "data_width": 64, "in_depth": 1024, "w_depth": 1024, "out_depth": 1024,
+                "max_col_tiles": 8}),
+    ("Engine", {"rows": 4, "cols": 4, "data_width": 32, "in_depth": 2048, "w_depth": 2048, "out_depth": 2048,
+                "max_col_tiles": 8, "dsp": "ecp5"}),
+    ("EngineTop", {"rows": 4, "cols": 4, "data_width": 64, "in_depth": 1024, "w_depth": 1024, "out_depth": 1024,
+                   "max_col_tiles": 8}),
+]
 COPY = ["int8_systolic", "tests", "pyproject.toml"]
 BATCH = 25
 
@@ -101,26 +122,34 @@ BATCH = 25
 # ---------------------------------------------------------------- worker (one process per job slot)
 
 def _purge():
+    # (the package's modules but this tool's, so that the next run imports the mutated copy afresh)
     for name in list(sys.modules):
-        if name.split(".")[0] in ("hw", "sim", "formal", "tests", "conftest") or name.startswith("test_"):
+        if (name.startswith("int8_systolic.") and not name.startswith("int8_systolic.mutate")) \
+                or name.split(".")[0] in ("tests", "conftest") or name.startswith("test_"):
             del sys.modules[name]
 
 
-def _netlist():
-    """A digest of every configuration's RTLIL (source locations removed)."""
+def _configs(file):
+    return ENGINE_CONFIGS if file in ENGINE_FILES else CONFIGS
+
+
+def _netlist(configs):
+    """A digest of the RTLIL of every configuration of ``configs`` (source locations removed)."""
     import warnings
 
     from amaranth.back import rtlil
 
     _purge()
     from int8_systolic.hw.accelerator import Accelerator
+    from int8_systolic.hw.engine import Engine
+    from int8_systolic.hw.engine_top import EngineTop
     from int8_systolic.hw.requantizer import Requantizer
 
-    classes = {"Accelerator": Accelerator, "Requantizer": Requantizer}
+    classes = {"Accelerator": Accelerator, "Requantizer": Requantizer, "Engine": Engine, "EngineTop": EngineTop}
     h = hashlib.sha256()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for cls, kw in CONFIGS:
+        for cls, kw in configs:
             text = rtlil.convert(classes[cls](**kw))
             h.update(re.sub(r"attribute \\src \"[^\"]*\"\n", "", text).encode())
     return h.hexdigest()
@@ -210,7 +239,7 @@ def worker(work, batch, results, quick=False):
     # of the same size written within the second of the previous one would run the previous code.
     sys.dont_write_bytecode = True
     log = work / "worker.log"
-    original = _netlist()
+    originals = {}        # the unmutated netlists, by configuration list (computed when first needed)
     _collect()
     out = open(results, "a", buffering=1)  # noqa: SIM115 (kept open for the worker's life)
     for line in pathlib.Path(batch).read_text().splitlines():
@@ -220,7 +249,7 @@ def worker(work, batch, results, quick=False):
         out.write(json.dumps({"start": mut["id"], "t": time.time()}) + "\n")
         t0 = time.monotonic()
         try:
-            for cache in (work / "hw").rglob("__pycache__"):
+            for cache in (work / "int8_systolic").rglob("__pycache__"):
                 shutil.rmtree(cache)
             path.write_text(mut["source"])
             status, stage = "survived", None
@@ -230,8 +259,14 @@ def worker(work, batch, results, quick=False):
             elif _spoiled:
                 pass
             else:
+                configs = _configs(mut["file"])
+                key = id(configs)
                 try:
-                    same = _netlist() == original
+                    if key not in originals:
+                        path.write_text(pristine)
+                        originals[key] = _netlist(configs)
+                        path.write_text(mut["source"])
+                    same = _netlist(configs) == originals[key]
                 except Exception:
                     same = False
                 _collect()
@@ -297,7 +332,7 @@ def _run_slot(n, queue, lock, done, timeout, progress, quick):
                                       for m in batch))
         env = {**os.environ, "PYTHONPATH": str(work), "PYTHONDONTWRITEBYTECODE": "1"}
         with open(work / "worker.stdout", "a") as log:
-            cmd = [sys.executable, "-m", "mutate", "--worker", str(work), "--batch", str(batch_file),
+            cmd = [sys.executable, "-m", "int8_systolic.mutate", "--worker", str(work), "--batch", str(batch_file),
                    "--results", str(results), *(["--quick"] if quick else [])]
             # (a session of its own: killing it kills the simulators it started too)
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=work, env=env,
@@ -427,7 +462,7 @@ def _report(all_mutants, records, listed, files, runs):
     OUT.mkdir(parents=True, exist_ok=True)
     doc = {"files": files, "runs": {i: runs[i] for i in used},
            "tests": {f: dict(zip(("fast", "full"), stage_tests(f), strict=True)) for f in files},
-           "netlist_configs": [f"{c}({kw})" for c, kw in CONFIGS],
+           "netlist_configs": {f: [f"{c}({kw})" for c, kw in _configs(f)] for f in files},
            "table": {f: {**{k: c[k] for k in cols}, "score": round(score(c), 2)} for f, c in rows.items()},
            "survivors": [{"id": m.id, "status": s, "diff": m.diff()} for m, s in survivors],
            "listed_but_not_generated": unknown_listed,
@@ -435,7 +470,8 @@ def _report(all_mutants, records, listed, files, runs):
                         "before": by_id[mid].before, "after": by_id[mid].after, **rec} for mid, rec in records.items()]}
     (OUT / "report.json").write_text(json.dumps(doc, indent=1) + "\n")
     md = ["# Mutation testing of the RTL", "",
-          f"{len(records)} mutants tested; netlist identity over {len(CONFIGS)} configurations. "
+          f"{len(records)} mutants tested; netlist identity over {len(CONFIGS)} configurations of the core "
+          f"(over {len(ENGINE_CONFIGS)} of the engine for its files). "
           "Tests per file (fast stage, then full stage):", "",
           *[f"- {f}: {', '.join(stage_tests(f)[0])}; then {', '.join(stage_tests(f)[1])}" for f in files], "",
           "| file | " + " | ".join(cols) + " | score |", "|---|" + "---:|" * (len(cols) + 1)]
@@ -468,7 +504,8 @@ def _commit():
 @command("python -m int8_systolic.mutate")
 def main(argv=None):
     parser = ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--files", nargs="+", default=FILES)
+    parser.add_argument("--files", nargs="+", default=FILES,
+                        help="the files to mutate (default: the core's); 'engine': the memory engine's")
     parser.add_argument("--jobs", type=int, default=int(os.environ.get("JOBS") or os.cpu_count() or 1))
     parser.add_argument("--only", nargs="+", default=[""], help="only the mutants whose id contains one of these")
     parser.add_argument("--limit", type=int, default=0, help="at most this many mutants (a trial run)")
@@ -485,6 +522,8 @@ def main(argv=None):
     parser.add_argument("--results", help=argparse.SUPPRESS)
     parser.add_argument("--batch", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.files == ["engine"]:
+        args.files = ENGINE_FILES
     if args.worker:
         return worker(args.worker, args.batch, args.results, args.quick)
     all_mutants = []

@@ -144,6 +144,8 @@ def print_engine_report(res, sim):
         cycles, rd, wr = (sum(L[k]) / n for k in ("cycles", "bytes_read", "bytes_written"))
         status = f"bit-exact ({L['exact_steps']}/{n} steps)" if L["first_mismatch"] is None \
             else f"MISMATCH {L['first_mismatch']}"
+        if L.get("commands", 1) > 1:
+            status += f", tiled: {L['commands']} commands"
         if L["where"] != "engine":
             print(f"{L['op_index']:>3} {L['op']:<18} {L['input']:>12} {L['weights']:>12} {L['output']:>10} "
                   f"{L['macs']:>8} {'-':>7} {'-':>7} {'-':>7} {'-':>7}  {L['where']}")

@@ -147,9 +147,11 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
                         for ti in program.segment_inputs(L.segment):
                             value = interp.live.get(ti, sg.tensors[ti].data)
                             eng.ram.write(program.tensor_addr[ti], np.ascontiguousarray(value).tobytes())
-                        figures, _ = await eng.run_segment(len(seg))
-                        for o, fig in zip(seg, figures, strict=True):
+                        figures, _ = await eng.run_segment(sum(program.layers[o].commands for o in seg))
+                        for o in seg:      # (a tiled layer's commands summed)
                             Lo = program.layers[o]
+                            fig = tuple(sum(f) for f in zip(*figures[:Lo.commands], strict=True))
+                            figures = figures[Lo.commands:]
                             out = eng.ram.read(Lo.output_addr, int(np.prod(Lo.output_shape)))
                             results[o] = (np.frombuffer(out, np.int8).reshape(Lo.output_shape), fig)
                     hw, (cycles, rd, wr) = results.pop(op)
@@ -162,7 +164,8 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
                                   "weights": _shape(layer.weights.shape), "output": _shape(layer.output_shape),
                                   "macs": layer.macs, "where": where, "cycles": [], "bytes_read": [],
                                   "bytes_written": [], "exact_steps": 0, "first_mismatch": None,
-                                  "tensor_bytes": program.layers[op].tensor_bytes if op in program.layers else 0}
+                                  "tensor_bytes": program.layers[op].tensor_bytes if op in program.layers else 0,
+                                  "commands": program.layers[op].commands if op in program.layers else 0}
                 rec = layers[op]
                 rec["cycles"].append(cycles)
                 rec["bytes_read"].append(rd)

@@ -1,0 +1,109 @@
+"""host.engine_compiler on its own (no RTL): the bundled models' plans, the row-stacking choice, and the tiling of
+layers larger than the engine's buffers (row bands with halos, channel chunks), each part's windows checked
+against golden's im2col of the whole layer (host.windows.steps plays the window generator's reads)."""
+
+import random
+
+import numpy as np
+import pytest
+
+from int8_systolic.golden import staged
+from int8_systolic.golden.tflite.interpreter import Interpreter
+from int8_systolic.golden.tflite.mlperf import mlperf_model
+from int8_systolic.host.engine_compiler import _engine_refusal, _tiles, compile_model
+from int8_systolic.host.windows import Geometry, steps
+from int8_systolic.hw import commands
+
+DEFAULTS = {"in_depth": 32768, "w_depth": 65536, "out_depth": 32768}
+
+
+def _commands(program):
+    out, addr = [], program.list_addr
+    for _ in range(sum(L.commands for L in program.layers.values()) + len(program.segments)):
+        out.append(commands.unpack(bytes(program.memory[addr:addr + 64])))
+        addr += 64
+    return out
+
+
+@pytest.mark.parametrize(("name", "tiled", "stacked"), [
+    ("image_classification", {}, 0),
+    ("keyword_spotting", {}, 1),              # DS-CNN's first layer, 10x4 over one channel
+    ("visual_wake_words", {3: 2, 4: 2}, 0),   # 36 KB activations in two row bands
+    ("keyword_spotting_mobilenetv2", {4: 2, 6: 2}, 0),
+    ("anomaly_detection", {2: 2, 11: 2}, 0),  # 80 KB of weights in two channel chunks
+])
+def test_every_mac_layer_of_the_bundled_models_goes_to_the_engine(name, tiled, stacked):
+    program = compile_model(Interpreter(mlperf_model(name)))
+    assert program.host_macs == {}
+    assert {op: L.commands for op, L in program.layers.items() if L.commands > 1} == tiled
+    cmds = _commands(program)
+    assert sum(c["stack"] for c in cmds) == stacked
+    assert [c["op"] for c in cmds].count(commands.OPS["END"]) == 1
+    # every command passes the engine's checks (the compiler's statement of them)
+    for c in cmds:
+        if c["op"] in (commands.OPS["END"], commands.OPS["BARRIER"]):
+            continue
+        dw = c["op"] == commands.OPS["DEPTHWISE_CONV_2D"]
+        g = Geometry(*(c[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
+                                      "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")))
+        k = g.kernel_h * g.kernel_w * (1 if dw else g.in_c)
+        assert _engine_refusal(g, c["out_c"], k, -(-c["out_c"] // 8), cols=8, data_width=64, max_col_tiles=64,
+                               stack=bool(c["stack"]), **DEFAULTS) is None, c
+        assert all(c[f] % 8 == 0 for f in ("input_addr", "output_addr", "weights_addr", "table_addr")), c
+
+
+def _random_big_layer(rng):
+    c = rng.choice([1, 3, 8, 16])
+    kh, kw = rng.randint(1, 5), rng.randint(1, 3)
+    stride, dilation = (rng.randint(1, 3), rng.randint(1, 2)), (rng.choice([1, 1, 2]), 1)
+    shape = (rng.choice([1, 2]), rng.randint(12, 30), rng.choice([8, 16]), c)
+    padding = rng.choice(["SAME", "VALID"])
+    return Geometry.of(shape, (kh, kw), stride, dilation, padding), (kh, kw), stride, dilation, padding
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_row_bands_are_the_layer_exactly(seed):
+    """A CONV_2D (or DEPTHWISE_CONV_2D) too large for small buffers, in row bands: the bands' outputs tile the
+    output once each, every band passes the engine's checks, and each band's windows (its input rows with their
+    halo, its top padding) are exactly the whole layer's for its output rows."""
+    rng = random.Random(seed)
+    g, filter_hw, stride, dilation, padding = _random_big_layer(rng)
+    kind = rng.choice(["CONV_2D", "DEPTHWISE_CONV_2D"])
+    out_c = g.in_c if kind == "DEPTHWISE_CONV_2D" else rng.randint(1, 12)
+    k = g.kernel_h * g.kernel_w * (1 if kind == "DEPTHWISE_CONV_2D" else g.in_c)
+    depths = {"in_depth": 1024, "w_depth": 8192, "out_depth": 1024}
+    whole = g.batch * g.in_h * g.in_w * g.in_c
+    parts = _tiles(kind, g, out_c, k, stack=False, cols=8, data_width=64, max_col_tiles=64, **depths)
+    if parts is None:      # no band fits (a bus word's alignment, or one output row's windows too large)
+        assert whole > 1024 or g.pixels * out_c > 1024
+        return
+    assert len(parts) > 1
+    zp = rng.randint(-128, 127)
+    x = np.random.default_rng(seed).integers(-128, 128, (g.batch, g.in_h, g.in_w, g.in_c)).astype(np.int8)
+    cols = staged.im2col(x, filter_hw, stride, dilation, padding, pad_value=zp)      # [b, oh, ow, K]
+    covered = np.zeros(g.pixels * out_c, int)
+    for part, part_c, in_off, out_off, w_off, t_off in parts:
+        assert (part.batch, part_c, w_off, t_off) == (1, out_c, 0, 0)
+        assert _engine_refusal(part, out_c, k, -(-out_c // 8), cols=8, data_width=64, max_col_tiles=64,
+                               **depths) is None
+        assert (in_off % 8, out_off % 8) == (0, 0)
+        n_out = part.pixels * out_c
+        covered[out_off:out_off + n_out] += 1
+        b, first = divmod(out_off // (g.out_w * out_c), g.out_h)
+        rows_in = x.reshape(-1)[in_off:in_off + part.in_h * g.in_w * g.in_c].reshape(1, part.in_h, g.in_w, g.in_c)
+        got = steps(part, rows_in, zp, rows=part.out_w, width=8)                      # a tile an output row
+        want = cols[b, first:first + part.out_h].transpose(0, 2, 1)                    # [rows, K, ow]
+        np.testing.assert_array_equal(got, want, err_msg=f"{g}: band at output row {first} of image {b}")
+    assert (covered == 1).all(), "the bands do not tile the output exactly once"
+
+
+def test_channel_chunks_of_a_one_pixel_layer():
+    """FULLY_CONNECTED at batch 1 with weights past the buffer: chunks of whole column tiles, their outputs,
+    weights and table entries contiguous and together the layer's, each within the buffer; not at batch 2."""
+    g = Geometry(1, 1, 1, 640, 1, 1, 1, 1)
+    parts = _tiles("FULLY_CONNECTED", g, 128, 640, stack=False, cols=8, data_width=64, max_col_tiles=64,
+                   **DEFAULTS)
+    # the largest chunk that fits first: 12 tiles (61 440 bytes of the 65 536), then the 4 left
+    assert [(c, o, w, t) for _, c, _, o, w, t in parts] == [(96, 0, 0, 0), (32, 96, 96 * 640, 96 * 16)]
+    assert _tiles("FULLY_CONNECTED", Geometry(2, 1, 1, 640, 1, 1, 1, 1), 128, 640, stack=False, cols=8,
+                  data_width=64, max_col_tiles=64, **DEFAULTS) is None, "batch 2: a chunk's output is not contiguous"
