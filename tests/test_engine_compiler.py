@@ -28,7 +28,9 @@ def _commands(program):
 @pytest.mark.parametrize(("name", "tiled", "stacked"), [
     ("image_classification", {}, 0),
     ("keyword_spotting", {}, 1),              # DS-CNN's first layer, 10x4 over one channel
-    ("visual_wake_words", {3: 2, 4: 2}, 0),   # 36 KB activations in two row bands
+    ("visual_wake_words", {3: 3, 4: 3, 7: 2, 8: 2}, 0),   # depthwise layers reading a tensor that does not
+                                                            # stay on chip: their bands and their producer's
+                                                            # interleaved (fused)
     ("keyword_spotting_mobilenetv2", {4: 2, 6: 2}, 0),
     ("anomaly_detection", {2: 2, 11: 2}, 0),  # 80 KB of weights in two channel chunks
 ])
@@ -107,3 +109,28 @@ def test_channel_chunks_of_a_one_pixel_layer():
     assert [(c, o, w, t) for _, c, _, o, w, t in parts] == [(96, 0, 0, 0), (32, 96, 96 * 640, 96 * 16)]
     assert _tiles("FULLY_CONNECTED", Geometry(2, 1, 1, 640, 1, 1, 1, 1), 128, 640, stack=False, cols=8,
                   data_width=64, max_col_tiles=64, **DEFAULTS) is None, "batch 2: a chunk's output is not contiguous"
+
+
+def test_a_producer_and_its_tiled_consumer_alternate_band_for_band():
+    """VWW's layers 3 (1x1, 48x48x8 to 48x48x16) and 4 (3x3 depthwise, stride 2): the 36 KB between them cannot stay
+    on chip whole, so their bands alternate and each depthwise band reads exactly the band of layer 3 before it
+    (the engine's condition for taking it on chip: same address, channels and size), which fits beside that
+    band's input; layer 3's bands together write all of its output."""
+    program = compile_model(Interpreter(mlperf_model("visual_wake_words")))
+    seg = next(s for s in program.command_ops if 3 in s)
+    first = seg.index(3)
+    assert seg[first:first + 6] == [3, 4, 3, 4, 3, 4]
+    cmds = [c for c in _commands(program) if c["op"] not in (commands.OPS["END"], commands.OPS["BARRIER"])]
+    ops = [op for s in program.command_ops for op in s]
+    pairs = [(cmds[i], cmds[i + 1]) for i in range(len(ops) - 1) if (ops[i], ops[i + 1]) == (3, 4)]
+    assert len(pairs) == 3
+    rows = set()
+    out_addr = program.layers[3].output_addr
+    for prod, cons in pairs:
+        assert cons["input_addr"] == prod["output_addr"]
+        assert (cons["in_c"], cons["in_h"], cons["in_w"]) == (prod["out_c"], prod["out_h"], prod["out_w"])
+        # the producer band's input (8 channels: no pitch) and output (16: 24 bytes a pixel) beside each other
+        assert prod["in_h"] * prod["in_w"] * 8 + prod["out_h"] * prod["out_w"] * 24 + 64 <= DEFAULTS["in_depth"]
+        first_row = (prod["output_addr"] - out_addr) // (48 * 16)
+        rows.update(range(first_row, first_row + prod["out_h"]))
+    assert rows == set(range(48))

@@ -22,6 +22,7 @@ gives each engine layer's tensor bytes (input, weights, bias, output, once each)
 """
 
 import dataclasses
+import itertools
 import math
 
 import numpy as np
@@ -67,6 +68,7 @@ class Program:
     segments: list             # per segment: the op indices of its engine layers, in order
     host_macs: dict            # op index -> why the host runs that MAC layer
     tensor_addr: dict          # tensor index -> address in the read-write window
+    command_ops: list          # per segment: the op index of each of its commands, in list order
 
     def segment_inputs(self, seg):
         """The tensors a segment reads that it does not write (the host puts them in memory before GO)."""
@@ -116,6 +118,61 @@ def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth
     return None
 
 
+def _band(g, out_c, oy0, oy1, b=0):
+    """Output rows [oy0, oy1) of image ``b`` as a layer of their own: (its geometry, the input rows (first, last)
+    its windows reach, the byte offsets of its input and output). ``pad_top`` only where the band reaches above
+    the input; below it, the engine's reads past the band's rows are the padding."""
+    top = oy0 * g.stride_h - g.pad_top          # the band's first window's first row
+    y_lo = max(0, top)
+    y_hi = min(g.in_h - 1, (oy1 - 1) * g.stride_h - g.pad_top + (g.kernel_h - 1) * g.dilation_h)
+    part = Geometry(1, y_hi - y_lo + 1, g.in_w, g.in_c, oy1 - oy0, g.out_w, g.kernel_h, g.kernel_w,
+                    g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, y_lo - top, g.pad_left)
+    return part, (y_lo, y_hi), (b * g.in_h + y_lo) * g.in_w * g.in_c, (b * g.out_h + oy0) * g.out_w * out_c
+
+
+def _in_buf(g, stack, *, cols, data_width):
+    """The bytes a layer's input takes in the engine's input buffer (:class:`hw.layer_check.LayerCheck`'s in_buf)."""
+    if stack:
+        return _stacked_bytes(g)
+    return g.pixels // (g.out_h * g.out_w) * g.in_h * g.in_w * input_pitch(g.in_c, 1 << (cols - 1).bit_length(),
+                                                                           data_width // 8)
+
+
+def _fused_bands(prod, cons, *, cols, data_width, max_col_tiles, in_depth, **depths):
+    """A producer and the consumer of its output, the consumer too large for the buffers, in interleaved row bands:
+    each consumer band's input is exactly a producer band's output (the producer's bands overlapping by the
+    consumer's halo, those rows computed twice), which the engine keeps in its input buffer beside the producer
+    band's input, so the tensor between them is never read back. ``prod``, ``cons``: (kind, geometry, out_c, k,
+    stack). Returns (producer parts, consumer parts), band for band, or None (no band count fits, or the
+    producer's bands would leave rows of the tensor unwritten)."""
+    (pk, pg, pc, pkk, pstack), (ck, cg, cc, ckk, cstack) = prod, cons
+    if pg.batch != 1 or cg.batch != 1 or cstack or pk == "FULLY_CONNECTED" or ck == "FULLY_CONNECTED":
+        return None
+    nb = data_width // 8
+    lanes = max(1 << (cols - 1).bit_length(), 8) * 8     # (an upper bound of hw.engine's row of banks)
+    kw = {"cols": cols, "data_width": data_width, "max_col_tiles": max_col_tiles, "in_depth": in_depth, **depths}
+    for n in range(2, cg.out_h + 1):
+        h = -(-cg.out_h // n)
+        p_parts, c_parts, rows = [], [], set()
+        for oy0 in range(0, cg.out_h, h):
+            c_part, (y_lo, y_hi), c_in, c_out = _band(cg, cc, oy0, min(cg.out_h, oy0 + h))
+            p_part, _, p_in, p_out = _band(pg, pc, y_lo, y_hi + 1)
+            rows.update(range(y_lo, y_hi + 1))
+            fits = (p_out == c_in and (p_in | p_out | c_out) % nb == 0
+                    and _engine_refusal(p_part, pc, pkk, -(-pc // cols), stack=pstack, **kw) is None
+                    and _engine_refusal(c_part, cc, ckk, -(-cc // cols), **kw) is None
+                    and _in_buf(p_part, pstack, cols=cols, data_width=data_width)
+                    + _in_buf(c_part, False, cols=cols, data_width=data_width) + lanes <= in_depth)
+            if not fits:
+                break
+            p_parts.append((p_part, pc, p_in, p_out, 0, 0))
+            c_parts.append((c_part, cc, c_in, c_out, 0, 0))
+        else:
+            if rows == set(range(pg.out_h)):
+                return p_parts, c_parts
+    return None
+
+
 def _tiles(kind, g, out_c, k, *, stack, cols, data_width, max_col_tiles, **depths):
     """A layer too large for the engine's buffers as several commands, each within them, or None. Row bands
     (CONV_2D, DEPTHWISE_CONV_2D, per image): each band's output rows and the input rows their windows reach
@@ -136,14 +193,7 @@ def _tiles(kind, g, out_c, k, *, stack, cols, data_width, max_col_tiles, **depth
             parts = []
             for b in range(g.batch):
                 for oy0 in range(0, g.out_h, band):
-                    oy1 = min(g.out_h, oy0 + band)
-                    top = oy0 * g.stride_h - g.pad_top          # the band's first window's first row
-                    y_lo = max(0, top)
-                    y_hi = min(g.in_h - 1, (oy1 - 1) * g.stride_h - g.pad_top + (g.kernel_h - 1) * g.dilation_h)
-                    part = Geometry(1, y_hi - y_lo + 1, g.in_w, g.in_c, oy1 - oy0, g.out_w, g.kernel_h, g.kernel_w,
-                                    g.stride_h, g.stride_w, g.dilation_h, g.dilation_w, y_lo - top, g.pad_left)
-                    in_off = (b * g.in_h + y_lo) * g.in_w * g.in_c
-                    out_off = (b * g.out_h + oy0) * g.out_w * out_c
+                    part, _, in_off, out_off = _band(g, out_c, oy0, min(g.out_h, oy0 + band), b)
                     if in_off % nb or out_off % nb or not fits(part, out_c):
                         break
                     parts.append((part, out_c, in_off, out_off, 0, 0))
@@ -178,7 +228,7 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     sg = interp.model.subgraphs[0]
     layers, host_macs, segments = {}, {}, [[]]
     weights_blobs = []            # (op index, weights bytes, table bytes)
-    fields = {}
+    fields, info = {}, {}
     for op in sg.operators:
         params = interp.params.get((0, op.index))
         kind = op.op
@@ -242,15 +292,19 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         segments[-1].append(op.index)
         weights_blobs.append((op.index, weights_image(weights, cols, stack=stack), table))
         # each command: its fields and the offsets of its input, output, weights and table in the layer's
-        fields[op.index] = [({
-            "op": kind, "stack": int(stack),
-            "batch": pg.batch, "in_h": pg.in_h, "in_w": pg.in_w, "in_c": pg.in_c, "out_h": pg.out_h,
-            "out_w": pg.out_w, "out_c": part_c, "depth_multiplier": multiplier, "kernel_h": pg.kernel_h,
-            "kernel_w": pg.kernel_w, "stride_h": pg.stride_h, "stride_w": pg.stride_w,
-            "dilation_h": pg.dilation_h, "dilation_w": pg.dilation_w, "pad_top": pg.pad_top, "pad_left": pg.pad_left,
-            "input_zero_point": -int(p["input_offset"]), "output_zero_point": int(p["output_offset"]),
-            "act_min": int(p["quantized_activation_min"]), "act_max": int(p["quantized_activation_max"])}, offsets)
-            for pg, part_c, *offsets in parts]
+        def make(parts, kind=kind, stack=stack, multiplier=multiplier, p=p):
+            return [({
+                "op": kind, "stack": int(stack),
+                "batch": pg.batch, "in_h": pg.in_h, "in_w": pg.in_w, "in_c": pg.in_c, "out_h": pg.out_h,
+                "out_w": pg.out_w, "out_c": part_c, "depth_multiplier": multiplier, "kernel_h": pg.kernel_h,
+                "kernel_w": pg.kernel_w, "stride_h": pg.stride_h, "stride_w": pg.stride_w,
+                "dilation_h": pg.dilation_h, "dilation_w": pg.dilation_w, "pad_top": pg.pad_top,
+                "pad_left": pg.pad_left, "input_zero_point": -int(p["input_offset"]),
+                "output_zero_point": int(p["output_offset"]), "act_min": int(p["quantized_activation_min"]),
+                "act_max": int(p["quantized_activation_max"])}, offsets)
+                for pg, part_c, *offsets in parts]
+        fields[op.index] = make(parts)
+        info[op.index] = ((kind, g, out_c, k, stack), make)
         in_bytes = int(np.prod(x_t.shape))
         out_bytes = int(np.prod(y_t.shape))
         layers[op.index] = EngineLayer(
@@ -260,6 +314,37 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     for i, seg in enumerate(segments):
         for op_index in seg:
             layers[op_index].segment = i
+    # a layer reading the layer before's output from memory, bound by that read (the tensor cannot stay on chip
+    # beside the layer before's input, and reading it takes longer than the layer's steps): the two layers'
+    # bands interleaved, each band's input kept on chip (_fused_bands)
+    fused = {}                    # producer op -> its consumer op
+    lanes = max(1 << (cols - 1).bit_length(), 8) * 8
+    for prod, cons in (pair for seg in segments for pair in itertools.pairwise(seg)):
+        (_, prod_g, _, _, prod_stack), (cons_kind, cons_g, cons_c, cons_k, cons_stack) = info[prod][0], info[cons][0]
+        if layers[cons].input_tensor != layers[prod].output_tensor or prod in fused or prod in fused.values():
+            continue
+        cons_in = _in_buf(cons_g, cons_stack, cols=cols, data_width=data_width)
+        on_chip = (layers[prod].commands == 1 and layers[cons].commands == 1
+                   and _in_buf(prod_g, prod_stack, cols=cols, data_width=data_width) + cons_in + lanes <= in_depth)
+        steps = -(-cons_g.pixels // rows) * -(-cons_c // cols) * (cons_k if cons_kind == "CONV_2D" else
+                                                                   cons_g.kernel_h * cons_g.kernel_w)
+        if on_chip or cons_g.batch * cons_g.in_h * cons_g.in_w * cons_g.in_c <= steps * (data_width // 8):
+            continue
+        got = _fused_bands(info[prod][0], info[cons][0], cols=cols, data_width=data_width,
+                           max_col_tiles=max_col_tiles, in_depth=in_depth, w_depth=w_depth, out_depth=out_depth)
+        if got is not None:
+            fields[prod], fields[cons] = info[prod][1](got[0]), info[cons][1](got[1])
+            layers[prod].commands = layers[cons].commands = len(got[0])
+            fused[prod] = cons
+    # each segment's commands in order: (op, part), a fused pair's bands alternating
+    order = []
+    for seg in segments:
+        order.append([])
+        for op_index in seg:
+            if op_index in fused:
+                order[-1] += [(o, j) for j in range(layers[op_index].commands) for o in (op_index, fused[op_index])]
+            elif op_index not in fused.values():
+                order[-1] += [(op_index, j) for j in range(layers[op_index].commands)]
 
     # the read-only window: the list, then weights and tables
     n_commands = sum(layers[op].commands for s in segments for op in s) + len(segments)
@@ -284,14 +369,14 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         memory[a:a + len(blob)] = blob
     # the command list: each segment's commands, then BARRIER (END after the last)
     raw = []
-    for i, seg in enumerate(segments):
-        for op_index in seg:
+    for i, seg_order in enumerate(order):
+        for op_index, j in seg_order:
             L = layers[op_index]
-            for f, (in_off, out_off, w_off, t_off) in fields[op_index]:
-                raw.append(commands.pack(**f, input_addr=L.input_addr + in_off, output_addr=L.output_addr + out_off,
-                                         weights_addr=w_addr[op_index] + w_off, table_addr=t_addr[op_index] + t_off))
+            f, (in_off, out_off, w_off, t_off) = fields[op_index][j]
+            raw.append(commands.pack(**f, input_addr=L.input_addr + in_off, output_addr=L.output_addr + out_off,
+                                     weights_addr=w_addr[op_index] + w_off, table_addr=t_addr[op_index] + t_off))
         raw.append(commands.pack(op="END" if i == len(segments) - 1 else "BARRIER"))
     blob = b"".join(raw)
     memory[ro_base:ro_base + len(blob)] = blob
     return Program(memory, (ro_base, ro_limit), (rw_base, rw_limit), ro_base, layers, segments, host_macs,
-                   tensor_addr)
+                   tensor_addr, [[op for op, _ in seg_order] for seg_order in order])

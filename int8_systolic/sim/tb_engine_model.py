@@ -147,11 +147,12 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
                         for ti in program.segment_inputs(L.segment):
                             value = interp.live.get(ti, sg.tensors[ti].data)
                             eng.ram.write(program.tensor_addr[ti], np.ascontiguousarray(value).tobytes())
-                        figures, _ = await eng.run_segment(sum(program.layers[o].commands for o in seg))
-                        for o in seg:      # (a tiled layer's commands summed)
+                        cmd_ops = program.command_ops[L.segment]
+                        figures, _ = await eng.run_segment(len(cmd_ops))
+                        for o in seg:      # (a tiled layer's commands summed: they may alternate with another's)
                             Lo = program.layers[o]
-                            fig = tuple(sum(f) for f in zip(*figures[:Lo.commands], strict=True))
-                            figures = figures[Lo.commands:]
+                            fig = tuple(sum(f) for f in zip(*(fg for fg, c in zip(figures, cmd_ops, strict=True)
+                                                              if c == o), strict=True))
                             out = eng.ram.read(Lo.output_addr, int(np.prod(Lo.output_shape)))
                             results[o] = (np.frombuffer(out, np.int8).reshape(Lo.output_shape), fig)
                     hw, (cycles, rd, wr) = results.pop(op)
