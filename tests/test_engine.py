@@ -231,6 +231,38 @@ def test_row_stacked_layers_are_exact_and_read_after_the_drain():
     assert first_read > last_write, "the stacked layer read its input before the layer before had written it"
 
 
+def test_an_output_kept_on_chip_is_never_written():
+    """A layer with ``keep``: its output goes to the next layer, which reads it on chip, and nowhere else: that
+    layer's output is exact and the kept output's place in memory (and every other byte) is unchanged. A kept
+    output that does not fit beside its input is refused with TOO_BIG before anything is read."""
+    rng = random.Random(13)
+    dut = engine()
+    image = Image(13, dut.cols)
+    first = Layer(rng, 130, shape=(1, 6, 5, 3), filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1), padding="SAME",
+                  out_c=6)
+    first.keep = True
+    image.add(first)
+    image.add(Layer.following(first, rng, 131, dw=True, depth_multiplier=2), chained=True)
+    image.finish()
+    before = bytes(image.mem)
+    events, model = run(dut, image, seed=13)
+    assert [e[0] for e in events] == ["done"], events
+    check_memory(image.mem, before, image.outputs[1:])
+    (out_addr, out) = image.outputs[0]
+    assert not [a for a, _, _ in model.write_bursts if out_addr <= a < out_addr + len(out)]
+    # (1 KB buffer: 600 bytes of input and 600 of output do not both fit)
+    image = Image(14, dut.cols)
+    big = Layer(rng, 132, shape=(1, 10, 10, 6), filter_hw=(1, 1), stride=(1, 1), dilation=(1, 1), padding="SAME",
+                out_c=6)
+    big.keep = True
+    image.add(big)
+    image.finish()
+    before = bytes(image.mem)
+    events, _ = run(dut, image, seed=14)
+    assert events == [("error", 1 << ERRORS["TOO_BIG"], 0)]
+    check_memory(image.mem, before, [])
+
+
 @pytest.mark.parametrize("data_width", [32, 128])
 def test_other_bus_widths(data_width):
     rng = random.Random(data_width)

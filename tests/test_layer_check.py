@@ -41,8 +41,11 @@ def model(c):
         in_buf = c["batch"] * c["out_h"] * c["in_w"] * khc
     else:
         in_buf = c["batch"] * c["in_h"] * c["in_w"] * input_pitch(c["in_c"], 8, NB)
+    out_buf = pixels * input_pitch(c["out_c"], 8, NB)
+    beside = in_buf + out_buf + 64 <= DEPTHS["in_depth"]      # (the output after the input and a row of banks)
     too_big = w_len > DEPTHS["w_depth"] or out_len > DEPTHS["out_depth"] or \
-        n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24 or in_buf > DEPTHS["in_depth"]
+        n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24 or in_buf > DEPTHS["in_depth"] or \
+        (c["keep"] and not beside)
     misaligned = any(c[f] % NB for f in ("input_addr", "weights_addr", "table_addr", "output_addr"))
 
     def inside(a, n, win):
@@ -54,8 +57,8 @@ def model(c):
     bits = 1 << ERRORS[failed[0]] if failed else 0     # the first failed check only
     values = {"k": k, "n_tiles": n_tiles, "pixels": pixels, "m_tiles": -(-pixels // ROWS)}
     if not too_big:     # sizes past the buffers may saturate: compared only when they fit
-        values.update(in_len=in_len, w_len=w_len, t_len=t_len, out_len=out_len, in_buf=in_buf,
-                      out_buf=pixels * input_pitch(c["out_c"], 8, NB))
+        values.update(in_len=in_len, w_len=w_len, t_len=t_len, out_len=out_len, in_buf=in_buf, out_buf=out_buf,
+                      capture=int(beside))
         if c["stack"] and not unsupported:
             values.update(khc=khc, shc=c["stride_h"] * c["in_c"], row_bytes=c["in_w"] * khc)
     return bits, values
@@ -107,6 +110,10 @@ BREAKS = [
     lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], dilation_h=2, pad_top=0),
     lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, kernel_h=2, in_c=40000,
                           out_c=4, pad_top=0),
+    # an output to keep on chip that does not fit after the input (2 KB of input, 2 KB of output in 4 KB)
+    lambda c, r: c.update(keep=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, batch=1, in_h=16, in_w=16,
+                          in_c=8, out_h=16, out_w=16, stride_h=1, stride_w=1, kernel_h=1, kernel_w=1, pad_top=0,
+                          pad_left=0, out_c=8),
     # row-stacked: the stacked input is larger than the buffer (the plain one would fit)
     lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, batch=1, in_h=16, in_w=16,
                           in_c=1, out_h=16, out_w=16, stride_h=1, stride_w=1, kernel_h=17, kernel_w=1, pad_top=8,
@@ -133,7 +140,7 @@ def run(cmds):
                     assert t == LayerCheck.CYCLES, t
                     got.append((ctx.get(dut.error), {f: ctx.get(getattr(dut, f)) for f in (
                         "k", "n_tiles", "pixels", "m_tiles", "in_len", "w_len", "t_len", "out_len", "in_buf",
-                        "out_buf", "khc", "shc", "row_bytes")}))
+                        "out_buf", "khc", "shc", "row_bytes", "capture")}))
                     break
                 await ctx.tick()
             await ctx.tick()

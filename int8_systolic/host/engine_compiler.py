@@ -56,6 +56,7 @@ class EngineLayer:
     tensor_bytes: int          # input, weights, bias and output, once each
     segment: int
     commands: int = 1          # its commands in the list: more than one when it is tiled
+    kept: bool = False         # its output kept on chip only (fused bands): never in memory
 
 
 @dataclasses.dataclass
@@ -292,9 +293,9 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         segments[-1].append(op.index)
         weights_blobs.append((op.index, weights_image(weights, cols, stack=stack), table))
         # each command: its fields and the offsets of its input, output, weights and table in the layer's
-        def make(parts, kind=kind, stack=stack, multiplier=multiplier, p=p):
+        def make(parts, keep=False, kind=kind, stack=stack, multiplier=multiplier, p=p):
             return [({
-                "op": kind, "stack": int(stack),
+                "op": kind, "stack": int(stack), "keep": int(keep),
                 "batch": pg.batch, "in_h": pg.in_h, "in_w": pg.in_w, "in_c": pg.in_c, "out_h": pg.out_h,
                 "out_w": pg.out_w, "out_c": part_c, "depth_multiplier": multiplier, "kernel_h": pg.kernel_h,
                 "kernel_w": pg.kernel_w, "stride_h": pg.stride_h, "stride_w": pg.stride_w,
@@ -333,8 +334,12 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         got = _fused_bands(info[prod][0], info[cons][0], cols=cols, data_width=data_width,
                            max_col_tiles=max_col_tiles, in_depth=in_depth, w_depth=w_depth, out_depth=out_depth)
         if got is not None:
-            fields[prod], fields[cons] = info[prod][1](got[0]), info[cons][1](got[1])
+            # (the producer's output kept on chip only when nothing else reads it)
+            tensor = layers[prod].output_tensor
+            keep = tensor not in sg.outputs and [o.index for o in sg.operators if tensor in o.inputs] == [cons]
+            fields[prod], fields[cons] = info[prod][1](got[0], keep), info[cons][1](got[1])
             layers[prod].commands = layers[cons].commands = len(got[0])
+            layers[prod].kept = keep
             fused[prod] = cons
     # each segment's commands in order: (op, part), a fused pair's bands alternating
     order = []

@@ -45,9 +45,10 @@ def table_image(bias, weights, input_zero_point, multiplier, shift):
 
 
 def mac_command(op, g, out_c, *, input_addr, weights_addr, table_addr, output_addr, input_zero_point,
-                output_zero_point, act_min=-128, act_max=127, depth_multiplier=1, stack=False):
-    """One MAC command's 64 bytes: ``g`` a :class:`host.windows.Geometry`; ``stack``: the input row-stacked."""
-    return commands.pack(op=op, stack=int(stack), input_addr=input_addr, weights_addr=weights_addr,
+                output_zero_point, act_min=-128, act_max=127, depth_multiplier=1, stack=False, keep=False):
+    """One MAC command's 64 bytes: ``g`` a :class:`host.windows.Geometry`; ``stack``: the input row-stacked;
+    ``keep``: the output kept on chip only, for the next command."""
+    return commands.pack(op=op, stack=int(stack), keep=int(keep), input_addr=input_addr, weights_addr=weights_addr,
                          table_addr=table_addr, output_addr=output_addr, batch=g.batch, in_h=g.in_h, in_w=g.in_w,
                          in_c=g.in_c, out_h=g.out_h, out_w=g.out_w, out_c=out_c, depth_multiplier=depth_multiplier,
                          kernel_h=g.kernel_h, kernel_w=g.kernel_w, stride_h=g.stride_h, stride_w=g.stride_w,

@@ -56,6 +56,8 @@ FIELDS = (
     F("stack", 0, 5, 1, "CONV_2D with dilation_h 1: hold the input row-stacked on chip (each output row's kernel_h "
                         "input rows interleaved, so a window is one run: few-channel layers at the array's rate); the "
                         "weights are then in (kw, kh, c) order (docs/engine.md)"),
+    F("keep", 0, 6, 1, "keep the output on chip only, for the next command, which reads it there: it is not "
+                       "written to memory (refused, TOO_BIG, when it does not fit beside the input)"),
     F("input_addr", 1, 0, 32, "byte address of the input tensor (NHWC int8; [batch, K] for FULLY_CONNECTED), "
                               "read-write window"),
     F("weights_addr", 2, 0, 32, "byte address of the weights in the engine's layout (docs/engine.md), read-only "

@@ -143,7 +143,9 @@ class Engine(wiring.Component):
                                                  max_outstanding=self.max_outstanding)
         m.submodules.arbiter = arbiter = ReadArbiter(4, self.data_width)
         m.submodules.fetch = fetch = CommandFetch(self.data_width)
+        lanes = self.banks * self.bank_bytes
         m.submodules.check = check = LayerCheck(rows, cols, data_width=self.data_width, in_depth=self.in_depth,
+                                                lanes=lanes,
                                                 w_depth=self.w_depth, out_depth=self.out_depth,
                                                 max_col_tiles=self.max_col_tiles, bank_bytes=self.bank_bytes,
                                                 dsp=self.dsp)
@@ -228,11 +230,14 @@ class Engine(wiring.Component):
                      framer.tready.eq(packer.res.ready), packer.res.valid.eq(framer.tvalid),
                      packer.res.payload.eq(core.res.payload),
                      framer.push.eq(sched.launched), framer.counts.eq(sched.counts), sched.done.eq(framer.done)]
-        wiring.connect(m, packer.beats, writer.data)
+        # the beats to the writer, and with them to the capture; a kept output's to the capture alone
+        d_keep = Signal()             # the drain's layer keeps its output on chip only
+        m.d.comb += [writer.data.payload.eq(packer.beats.payload), writer.data.valid.eq(packer.beats.valid & ~d_keep),
+                     packer.beats.ready.eq(Mux(d_keep, capture.rd_data.ready, writer.data.ready))]
         capturing = Signal()          # the back's layer's output goes into the input buffer too
         d_capturing = Signal()        # the drain's layer's does
         m.d.comb += [capture.rd_cmd.ready.eq(0), capture.rd_data.payload.data.eq(packer.beats.payload.data),
-                     capture.rd_data.valid.eq(d_capturing & packer.beats.valid & writer.data.ready)]
+                     capture.rd_data.valid.eq(d_capturing & packer.beats.valid & (d_keep | writer.data.ready))]
 
         # --- two stages: the front prepares the next command (fetch, check, its table and weights loaded beside
         # the running layer's), the back runs a prepared one (its input, compute, write-back) ---
@@ -259,7 +264,6 @@ class Engine(wiring.Component):
         # every activation in the input buffer is at its pitch (hw.depthwise_gen.input_pitch), from in_base; the
         # output's capture follows the input, at the next 64 bytes
         nb = self.data_width // 8
-        lanes = self.banks * self.bank_bytes
         pitch_b, out_pitch_d = Signal(17), Signal(17)
         in_base, cap_base, d_cap_base = Signal(in_bits), Signal(in_bits), Signal(in_bits)
         forwarded = Signal()          # the back's layer's input is the layer before's output, captured
@@ -406,7 +410,8 @@ class Engine(wiring.Component):
         pending = Signal()            # the back's layer is not in the drain yet
         last_valid = Signal()         # the back's layer (or the last one it ran) captures its output
         drain_idle, drain_end = Signal(), Signal()
-        cap_free = Signal()           # the drain's capture is not writing the input buffer (over, or none)
+        cap_free = Signal()           # the drain's capture is not writing where the front's input would go
+        d_cap_wraps = Signal()        # the drain's capture runs past the input buffer's end (and on from its start)
         fwd = Signal()                # the front's command reads the back's layer's output, captured
         m.d.comb += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
                            & (check.in_buf == vals["out_buf"]) & ~cmd_f.stack)
@@ -428,7 +433,7 @@ class Engine(wiring.Component):
                              *(vals[name].eq(getattr(check, name)) for name in vals),
                              forwarded.eq(fwd), in_base.eq(Mux(fwd, cap_base, 0)),
                              fwd_all.eq(drain_idle | drain_end),
-                             capturing.eq(check.in_buf + check.out_buf + lanes <= self.in_depth)]
+                             capturing.eq(check.capture)]
                 m.next = "START"
             with m.State("START"):
                 m.d.sync += [pending.eq(1), last_valid.eq(capturing)]
@@ -448,22 +453,27 @@ class Engine(wiring.Component):
                 m.d.sync += [pending.eq(0), d_out_addr.eq(cmd_b.output_addr), d_out_c.eq(cmd_b.out_c),
                              d_out_end.eq(cmd_b.output_addr + vals["out_len"]),
                              d_index.eq(index_b), d_pixels.eq(vals["pixels"]), d_out_len.eq(vals["out_len"]),
-                             d_cap_base.eq(cap_base), d_capturing.eq(capturing)]
+                             d_cap_base.eq(cap_base), d_capturing.eq(capturing), d_keep.eq(cmd_b.keep),
+                             d_cap_wraps.eq(cap_base + vals["out_buf"] > self.in_depth)]
                 m.next = "START"
             with m.State("START"):
                 m.next = "RUN"
             with m.State("RUN"):
-                # the output is written as its row tiles complete: one write command for the whole tensor
-                with m.If(writer.cmd.valid & writer.cmd.ready):
+                # the output is written as its row tiles complete: one write command for the whole tensor (none for
+                # an output kept on chip only)
+                with m.If((writer.cmd.valid & writer.cmd.ready) | d_keep):
                     m.d.sync += written.eq(1)
                 with m.If(drain_end):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1), fwd_all.eq(1)]
                     m.next = "IDLE"
         m.d.comb += [drain_idle.eq(drain.ongoing("IDLE") & ~pending),
-                     cap_free.eq(drain_idle | ~d_capturing | (drain.ongoing("RUN") & ~capture.busy)),
+                     # (or its input, loaded from the buffer's byte 0, ends before the capture's place, and the
+                     # capture does not wrap past the buffer's end to its start)
+                     cap_free.eq(drain_idle | ~d_capturing | (drain.ongoing("RUN") & ~capture.busy)
+                                 | ((check.in_buf <= d_cap_base) & ~d_cap_wraps)),
                      drain_end.eq(drain.ongoing("RUN") & written & ~packer.busy & writer.idle & ~capture.busy),
                      packer.start.eq(drain.ongoing("START")), capture.start.eq(drain.ongoing("START") & d_capturing),
-                     writer.cmd.valid.eq(drain.ongoing("RUN") & ~written)]
+                     writer.cmd.valid.eq(drain.ongoing("RUN") & ~written & ~d_keep)]
 
         # --- GO, and the stop once the back is idle and the front has ended (or halted with its loads done) ---
         with m.FSM(name="control") as control:

@@ -25,7 +25,8 @@ order, one bit, so a user reads one reason) and the values:
   CONV_2D.
 - ``UNSUPPORTED``: what this engine does not run yet: bypass; ``stack`` with dilation_h other than 1 or
   ``khc`` of 2**16 or more.
-- ``TOO_BIG``: the input (in the buffer), the weights or the output larger than its buffer, more column tiles than
+- ``TOO_BIG``: the input (in the buffer), the weights or the output larger than its buffer, an output to ``keep``
+  that does not fit in the input buffer after the input and a row of its banks (``lanes``), more column tiles than
   the core's tables hold, K of 2**24 or more.
 - ``MISALIGNED``: an address not a multiple of the bus width.
 - ``WINDOW``: a tensor not inside its window: input and output in the read-write window, weights
@@ -71,8 +72,9 @@ class LayerCheck(wiring.Component):
     CYCLES = 17 + 1 + SETUP + 32 + 4
 
     def __init__(self, rows, cols, *, data_width=64, in_depth=4096, w_depth=4096, out_depth=4096, max_col_tiles=64,
-                 bank_bytes=8, dsp="generic"):
+                 bank_bytes=8, lanes=64, dsp="generic"):
         self.rows, self.cols, self.data_width, self.bank_bytes = rows, cols, data_width, bank_bytes
+        self.lanes = lanes
         self.in_depth, self.w_depth, self.out_depth, self.max_col_tiles = in_depth, w_depth, out_depth, max_col_tiles
         self.dsp = dsp
         super().__init__({
@@ -82,6 +84,7 @@ class LayerCheck(wiring.Component):
             "k": Out(32), "n_tiles": Out(16), "pixels": Out(32), "m_tiles": Out(32),
             "in_len": Out(32), "w_len": Out(32), "t_len": Out(32), "out_len": Out(32),
             "in_buf": Out(32), "out_buf": Out(32), "khc": Out(17), "shc": Out(32), "row_bytes": Out(32),
+            "capture": Out(1),
         })
 
     def elaborate(self, platform):
@@ -125,6 +128,8 @@ class LayerCheck(wiring.Component):
         ends = {name: Signal(34, name=f"end_{name}") for name in ("input", "output", "weights", "table")}
         shape, unsupported, too_big, misaligned, window = Signal(), Signal(), Signal(), Signal(), Signal()
         in_buf = Signal(32)
+        beside = Signal()          # the output fits in the input buffer after the input (capture, or keep)
+        m.d.comb += beside.eq(in_buf + val["out_buf"] + self.lanes <= self.in_depth)
 
         def beats(v):
             up = Signal(33)
@@ -180,7 +185,7 @@ class LayerCheck(wiring.Component):
                              # row-stacked, which stores only the rows the windows reach)
                              too_big.eq((w_len > self.w_depth) | (val["out_bytes"] > self.out_depth) |
                                         (n_tiles > self.max_col_tiles) | (val["k"] >= 1 << 24) |
-                                        (in_buf > self.in_depth)),
+                                        (in_buf > self.in_depth) | (c.keep & ~beside)),
                              misaligned.eq(((c.input_addr | c.weights_addr | c.table_addr | c.output_addr)
                                             & (nbytes - 1)) != 0)]
                 m.next = "FLAGS"
@@ -195,7 +200,7 @@ class LayerCheck(wiring.Component):
                              self.out_len.eq(val["out_bytes"]), self.k.eq(val["k"]), self.n_tiles.eq(n_tiles),
                              self.pixels.eq(val["pixels"]), self.in_buf.eq(in_buf),
                              self.out_buf.eq(val["out_buf"]), self.khc.eq(val["khc"]), self.shc.eq(val["shc"]),
-                             self.row_bytes.eq(val["stk_row"])]
+                             self.row_bytes.eq(val["stk_row"]), self.capture.eq(beside)]
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
         return m

@@ -70,6 +70,7 @@ class Layer:
         self.act = sorted(rng.sample(range(-128, 128), 2)) if rng.random() < 0.3 else [-128, 127]
         self.stride, self.dilation, self.padding = stride, dilation, padding
         self.stack = False       # a CONV_2D's input row-stacked (host.windows.stacked): set by stack_if_fits
+        self.keep = False        # the output kept on chip only, for the next layer (the command's keep)
 
     def stack_if_fits(self, in_depth):
         """Row-stack this CONV_2D's input (the command's ``stack``) if the engine can: dilation_h 1, the stacked
@@ -154,7 +155,7 @@ class Image:
                       "input_zero_point": layer.zp_in, "output_zero_point": layer.zp_out, "act_min": layer.act[0],
                       "act_max": layer.act[1]}
         raw = mac_command(layer.op, layer.g, layer.out_c, depth_multiplier=layer.depth_multiplier, stack=layer.stack,
-                          **fields)
+                          keep=layer.keep, **fields)
         if override:
             raw = poke(raw, **override)
         self.list.append(raw)

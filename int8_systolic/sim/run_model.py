@@ -144,6 +144,8 @@ def print_engine_report(res, sim):
         cycles, rd, wr = (sum(L[k]) / n for k in ("cycles", "bytes_read", "bytes_written"))
         status = f"bit-exact ({L['exact_steps']}/{n} steps)" if L["first_mismatch"] is None \
             else f"MISMATCH {L['first_mismatch']}"
+        if L.get("kept"):
+            status = "kept on chip only (checked through the next layer's output)"
         if L.get("commands", 1) > 1:
             status += f", tiled: {L['commands']} commands"
         if L["where"] != "engine":
