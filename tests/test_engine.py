@@ -301,15 +301,13 @@ def test_the_next_layer_is_prepared_while_one_runs(data_width):
         assert first_weights < last_output, "the next layer's weights were not read while the layer before ran"
 
 
-@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
-def test_a_model_runs_from_its_compiled_image(seed):
-    """The generated CNN (random weights, calibrated quantization) through host.engine_compiler: its first segment
-    (CONV_2D 3x3 stride 2, DEPTHWISE_CONV_2D dilation 2 with multiplier 2, CONV_2D 1x1) runs from the compiled
-    image to its BARRIER or END, each output equal to the golden interpreter's tensor, nothing else written."""
+def _run_compiled_cnn(seed, sizes, **run_kw):
+    """The generated CNN compiled for an engine of ``sizes``, its first segment (CONV_2D 3x3 stride 2,
+    DEPTHWISE_CONV_2D, CONV_2D 1x1) run from the compiled image to its BARRIER or END; each output checked equal to
+    the golden interpreter's tensor and nothing else written. Returns (engine, program, image, model)."""
     interp = Interpreter(generated_cnn(seed), "cnn")
     x = model_inputs(interp.model, 1, seed)[0]
     interp.invoke(x)
-    sizes = {"in_depth": 4096, "w_depth": 8192, "out_depth": 4096, "max_col_tiles": 16}
     dut = engine(**sizes)
     program = compile_model(interp, cols=dut.cols, data_width=dut.data_width, **sizes)
     first = program.segments[0]
@@ -319,11 +317,23 @@ def test_a_model_runs_from_its_compiled_image(seed):
         data = np.ascontiguousarray(interp.tensors[ti]).tobytes()
         image.mem[program.tensor_addr[ti]:program.tensor_addr[ti] + len(data)] = data
     before = bytes(image.mem)
-    events, model = run(dut, image, lists=(program.list_addr,), seed=seed, windows=(program.ro, program.rw))
+    events, model = run(dut, image, lists=(program.list_addr,), seed=seed, windows=(program.ro, program.rw),
+                        **run_kw)
     assert [e[0] for e in events] == ["barrier" if len(program.segments) > 1 else "done"], events
     check_memory(image.mem, before, [(program.layers[op].output_addr,
                                       np.ascontiguousarray(interp.tensors[program.layers[op].output_tensor]).tobytes())
                                      for op in first])
+    return dut, program, image, model
+
+
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
+def test_a_model_runs_from_its_compiled_image(seed):
+    """The generated CNN (random weights, calibrated quantization) through host.engine_compiler: its first segment
+    (CONV_2D 3x3 stride 2, DEPTHWISE_CONV_2D dilation 2 with multiplier 2, CONV_2D 1x1) runs from the compiled
+    image to its BARRIER or END, each output equal to the golden interpreter's tensor, nothing else written."""
+    sizes = {"in_depth": 4096, "w_depth": 8192, "out_depth": 4096, "max_col_tiles": 16}
+    dut, program, image, model = _run_compiled_cnn(seed, sizes)
+    first = program.segments[0]
     # a layer's output kept in the input buffer beside its input (when both fit) is the next layer's input: never
     # read from memory
     cmds = [commands.unpack(bytes(image.mem[program.list_addr + 64 * i:program.list_addr + 64 * (i + 1)]))
@@ -349,25 +359,9 @@ def test_a_model_runs_tiled_in_row_bands():
     or output) is several row bands, each a command (halo rows read again); every output equals golden's tensor
     and nothing else is written. (About a minute: `make sim`'s models_engine job runs the bundled models' tiled
     layers on Verilator; tests/test_engine_compiler.py checks the bands' windows in make test.)"""
-    interp = Interpreter(generated_cnn(0), "cnn")
-    x = model_inputs(interp.model, 1, 0)[0]
-    interp.invoke(x)
     sizes = {"in_depth": 1024, "w_depth": 4096, "out_depth": 1024, "max_col_tiles": 8}
-    dut = engine(**sizes)
-    program = compile_model(interp, cols=dut.cols, data_width=dut.data_width, **sizes)
-    first = program.segments[0]
-    assert [program.layers[op].kind for op in first] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"]
-    assert all(program.layers[op].commands > 1 for op in first)
-    image = types.SimpleNamespace(mem=bytearray(program.memory))
-    for ti in program.segment_inputs(0):
-        data = np.ascontiguousarray(interp.tensors[ti]).tobytes()
-        image.mem[program.tensor_addr[ti]:program.tensor_addr[ti] + len(data)] = data
-    before = bytes(image.mem)
-    events, _ = run(dut, image, lists=(program.list_addr,), windows=(program.ro, program.rw), max_cycles=400000)
-    assert [e[0] for e in events] == ["barrier" if len(program.segments) > 1 else "done"], events
-    check_memory(image.mem, before, [(program.layers[op].output_addr,
-                                      np.ascontiguousarray(interp.tensors[program.layers[op].output_tensor]).tobytes())
-                                     for op in first])
+    _, program, _, _ = _run_compiled_cnn(0, sizes, max_cycles=400000)
+    assert all(program.layers[op].commands > 1 for op in program.segments[0])
 
 
 @pytest.mark.slow
