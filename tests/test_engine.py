@@ -263,6 +263,30 @@ def test_an_output_kept_on_chip_is_never_written():
     check_memory(image.mem, before, [])
 
 
+def test_a_layer_loads_beside_a_capture_only_where_it_does_not_wrap():
+    """A layer that does not read the captured output may load its input while the last layer's output is still
+    being captured, if its input ends before the capture's place. Here that capture (the second layer's, after its
+    input, which is the first layer's output kept after the first's input) runs past the 2 KB buffer's end and on
+    from byte 0, late (a slow memory holds the writes it follows): the third layer, whose input is a tensor of its
+    own from byte 0, must wait for it. (Without that wait the capture's last bytes overwrite its first.)"""
+    rng = random.Random(16)
+    dut = engine(in_depth=2048, out_depth=2048)
+    image = Image(16, dut.cols)
+    one = {"filter_hw": (1, 1), "stride": (1, 1), "dilation": (1, 1), "padding": "SAME"}
+    first = Layer(rng, 160, shape=(1, 8, 8, 9), out_c=4, **one)           # 576 bytes in, 256 out
+    second = Layer.following(first, rng, 161, out_c=20, **one)             # 1 280 bytes captured from byte 832
+    third = Layer(rng, 162, shape=(1, 10, 10, 7), out_c=3, filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1),
+                  padding="SAME")                                         # 700 bytes from byte 0
+    image.add(first)
+    image.add(second, chained=True)
+    image.add(third)
+    image.finish()
+    before = bytes(image.mem)
+    events, _ = run(dut, image, seed=16, p_ready=0.3)
+    assert [e[0] for e in events] == ["done"], events
+    check_memory(image.mem, before, image.outputs)
+
+
 @pytest.mark.parametrize("data_width", [32, 128])
 def test_other_bus_widths(data_width):
     rng = random.Random(data_width)
