@@ -29,9 +29,10 @@ import numpy as np
 
 from ..hw import commands
 from ..hw.depthwise_gen import input_pitch
+from ..hw.engine import input_buffer_shape
 from ..hw.table_loader import ENTRY_BYTES
 from .engine_layout import table_image, weights_image
-from .windows import Geometry, feed_efficiency, stack_cycles, stackable, stacked
+from .windows import Geometry, feed_efficiency, stack_cycles, stackable, stacked, stacked_bytes
 
 __all__ = ["EngineLayer", "Program", "compile_model"]
 
@@ -77,16 +78,12 @@ class Program:
         return sorted({self.layers[op].input_tensor for op in self.segments[seg]} - written)
 
 
-def _stacked_bytes(g):
-    return g.batch * g.out_h * g.in_w * g.kernel_h * g.in_c
-
-
 def _should_stack(g, out_c, *, rows, cols, data_width, in_depth):
     """Whether to row-stack a CONV_2D's input (:func:`host.windows.stacked`): when the window generator feeds it
     faster so (short runs: few channels), the stacked input fits the buffer and the stacker (a byte a cycle for
     each stacked row it goes to) keeps ahead of the array."""
-    width = max(16, data_width // 8)       # the engine's window generator reads (hw.engine.Engine.in_width)
-    if not stackable(g) or _stacked_bytes(g) > in_depth:
+    width = input_buffer_shape(rows, cols, data_width)[0]
+    if not stackable(g) or stacked_bytes(g) > in_depth:
         return False
     if min(1.0, feed_efficiency(stacked(g), rows, width)) <= min(1.0, feed_efficiency(g, rows, width)):
         return False
@@ -100,11 +97,11 @@ def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth
     nb = data_width // 8
     up = lambda v: -(-v // nb) * nb  # noqa: E731
     if stack:
-        if _stacked_bytes(g) > in_depth:
-            return f"its input row-stacked ({_stacked_bytes(g)} bytes) is larger than the input buffer ({in_depth})"
+        if stacked_bytes(g) > in_depth:
+            return f"its input row-stacked ({stacked_bytes(g)} bytes) is larger than the input buffer ({in_depth})"
     elif g.batch * g.in_h * g.in_w * g.in_c > in_depth:
         return f"its input ({g.batch * g.in_h * g.in_w * g.in_c} bytes) is larger than the input buffer ({in_depth})"
-    pitch = input_pitch(g.in_c, 1 << (cols - 1).bit_length(), nb)
+    pitch = input_pitch(g.in_c, input_buffer_shape(1, cols, data_width)[1], nb)
     if not stack and g.batch * g.in_h * g.in_w * pitch > in_depth:
         return (f"its input at {pitch} bytes a pixel ({g.batch * g.in_h * g.in_w * pitch} bytes) is larger than the "
                 f"input buffer ({in_depth})")
@@ -134,23 +131,23 @@ def _band(g, out_c, oy0, oy1, b=0):
 def _in_buf(g, stack, *, cols, data_width):
     """The bytes a layer's input takes in the engine's input buffer (:class:`hw.layer_check.LayerCheck`'s in_buf)."""
     if stack:
-        return _stacked_bytes(g)
-    return g.pixels // (g.out_h * g.out_w) * g.in_h * g.in_w * input_pitch(g.in_c, 1 << (cols - 1).bit_length(),
-                                                                           data_width // 8)
+        return stacked_bytes(g)
+    bank_bytes = input_buffer_shape(1, cols, data_width)[1]
+    return g.batch * g.in_h * g.in_w * input_pitch(g.in_c, bank_bytes, data_width // 8)
 
 
-def _fused_bands(prod, cons, *, cols, data_width, max_col_tiles, in_depth, **depths):
+def _fused_bands(prod, cons, *, lanes, cols, data_width, max_col_tiles, in_depth, **depths):
     """A producer and the consumer of its output, the consumer too large for the buffers, in interleaved row bands:
     each consumer band's input is exactly a producer band's output (the producer's bands overlapping by the
     consumer's halo, those rows computed twice), which the engine keeps in its input buffer beside the producer
     band's input, so the tensor between them is never read back. ``prod``, ``cons``: (kind, geometry, out_c, k,
-    stack). Returns (producer parts, consumer parts), band for band, or None (no band count fits, or the
-    producer's bands would leave rows of the tensor unwritten)."""
+    stack); ``lanes``: a row of the input buffer's banks (the capture starts on one). Returns (producer parts,
+    consumer parts), band for band, or None (no band count fits, or the producer's bands would leave rows of the
+    tensor unwritten)."""
     (pk, pg, pc, pkk, pstack), (ck, cg, cc, ckk, cstack) = prod, cons
     if pg.batch != 1 or cg.batch != 1 or cstack or pk == "FULLY_CONNECTED" or ck == "FULLY_CONNECTED":
         return None
     nb = data_width // 8
-    lanes = max(1 << (cols - 1).bit_length(), 8) * 8     # (an upper bound of hw.engine's row of banks)
     kw = {"cols": cols, "data_width": data_width, "max_col_tiles": max_col_tiles, "in_depth": in_depth, **depths}
     for n in range(2, cg.out_h + 1):
         h = -(-cg.out_h // n)
@@ -319,7 +316,8 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     # beside the layer before's input, and reading it takes longer than the layer's steps): the two layers'
     # bands interleaved, each band's input kept on chip (_fused_bands)
     fused = {}                    # producer op -> its consumer op
-    lanes = max(1 << (cols - 1).bit_length(), 8) * 8
+    _, bank_bytes, banks = input_buffer_shape(rows, cols, data_width)
+    lanes = bank_bytes * banks
     for prod, cons in (pair for seg in segments for pair in itertools.pairwise(seg)):
         (_, prod_g, _, _, prod_stack), (cons_kind, cons_g, cons_c, cons_k, cons_stack) = info[prod][0], info[cons][0]
         if layers[cons].input_tensor != layers[prod].output_tensor or prod in fused or prod in fused.values():
@@ -331,7 +329,7 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
                                                                    cons_g.kernel_h * cons_g.kernel_w)
         if on_chip or cons_g.batch * cons_g.in_h * cons_g.in_w * cons_g.in_c <= steps * (data_width // 8):
             continue
-        got = _fused_bands(info[prod][0], info[cons][0], cols=cols, data_width=data_width,
+        got = _fused_bands(info[prod][0], info[cons][0], lanes=lanes, cols=cols, data_width=data_width,
                            max_col_tiles=max_col_tiles, in_depth=in_depth, w_depth=w_depth, out_depth=out_depth)
         if got is not None:
             # (the producer's output kept on chip only when nothing else reads it)

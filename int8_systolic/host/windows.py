@@ -32,7 +32,7 @@ import numpy as np
 from ..golden import staged
 
 __all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "stack_cycles",
-           "stack_input", "stackable", "stacked", "steps", "stored"]
+           "stack_input", "stackable", "stacked", "stacked_bytes", "steps", "stored"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -214,6 +214,12 @@ def stacked(g):
     ``kernel_h * in_c`` bytes, a 1 x ``kernel_w`` filter (the vertical stride and padding are in the stacking)."""
     return Geometry(g.batch, g.out_h, g.in_w, g.kernel_h * g.in_c, g.out_h, g.out_w, 1, g.kernel_w, 1, g.stride_w,
                     1, g.dilation_w, 0, g.pad_left)
+
+
+def stacked_bytes(g):
+    """The bytes a row-stacked input takes: ``out_h`` rows of ``in_w`` pixels of ``kernel_h * in_c`` bytes per
+    image."""
+    return g.batch * g.out_h * g.in_w * g.kernel_h * g.in_c
 
 
 def stack_input(x, g, zero_point):

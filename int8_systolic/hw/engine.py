@@ -68,7 +68,7 @@ from .table_loader import TableLoader
 from .weight_streamer import WeightStreamer
 from .window_gen import WindowGenerator
 
-__all__ = ["ERRORS", "Engine"]
+__all__ = ["ERRORS", "Engine", "input_buffer_shape"]
 
 # the engine's error bits: the fetcher's, the layer check's, then a bus error response
 ERRORS = {**FETCH_ERRORS, **{name: len(FETCH_ERRORS) + bit for name, bit in CHECK_ERRORS.items()}}
@@ -77,6 +77,18 @@ ERRORS["BUS"] = len(ERRORS)
 
 def _pow2(n):
     return n >= 1 and n & (n - 1) == 0
+
+
+def input_buffer_shape(rows, cols, data_width):
+    """The engine's input buffer for an array of ``rows`` x ``cols`` and a ``data_width``-bit port: (the window
+    generator's read width, bytes a bank, banks) in bytes. The generator reads 16 bytes: a run of up to 16
+    bytes (3x3 over 3 channels: 9) is one block of ``rows`` reads, so few-channel layers still feed a step a
+    cycle (same block RAMs as 8 banks twice as deep). A depthwise step reads ``rows`` pixels' ``cols`` channels,
+    a bank each (hw.depthwise_gen); the generator's reads span at most one bank less than a row of them."""
+    pow2_at_least = lambda n: 1 << (n - 1).bit_length()  # noqa: E731
+    width = max(16, data_width // 8)
+    bank_bytes = pow2_at_least(cols)
+    return width, bank_bytes, max(pow2_at_least(rows), pow2_at_least(-(-(width + bank_bytes - 1) // bank_bytes)))
 
 
 class Engine(wiring.Component):
@@ -104,17 +116,10 @@ class Engine(wiring.Component):
         self.max_col_tiles, self.max_burst, self.max_outstanding = max_col_tiles, max_burst, max_outstanding
         self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp)
         self.dsp = dsp
-        # the buffers' widths: a read of the window generator or a weight word, and a bus beat. The generator
-        # reads 16 bytes: a run of up to 16 bytes (3x3 over 3 channels: 9) is one block of `rows` reads, so
-        # few-channel layers still feed a step a cycle (same block RAMs as 8 banks twice as deep)
-        self.in_width = max(16, nbytes)
+        # the buffers' widths: a read of the window generator or a weight word, and a bus beat; the input buffer's
+        # banks
+        self.in_width, self.bank_bytes, self.banks = input_buffer_shape(rows, cols, data_width)
         self.w_width = max(min(w for w in (4, 8, 16, 32) if w >= cols), nbytes)
-        # the input buffer's banks: a depthwise step reads `rows` pixels' `cols` channels, a bank each
-        # (hw.depthwise_gen); the window generator's reads span at most one bank less than a row of them
-        pow2_at_least = lambda n: 1 << (n - 1).bit_length()  # noqa: E731
-        self.bank_bytes = pow2_at_least(cols)
-        self.banks = max(pow2_at_least(rows), pow2_at_least(-(-(self.in_width + self.bank_bytes - 1)
-                                                              // self.bank_bytes)))
         if self.banks * self.bank_bytes > in_depth:
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"in_depth must hold at least one row of the input buffer's banks "
@@ -151,7 +156,7 @@ class Engine(wiring.Component):
                                                 dsp=self.dsp)
         m.submodules.tables = tables = TableLoader(cols, self.max_col_tiles, self.data_width)
         in_bits, w_bits = (self.in_depth - 1).bit_length(), (self.w_depth - 1).bit_length()
-        m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=self.banks * self.bank_bytes,
+        m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=lanes,
                                                   bank_bytes=self.bank_bytes, bank_port=True, dsp=self.dsp)
         m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth, dsp=self.dsp)
         m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits,

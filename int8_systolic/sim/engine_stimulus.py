@@ -16,7 +16,7 @@ import numpy as np
 from ..golden.fixedpoint import quantize_multiplier
 from ..golden.kernels import conv_2d_kernel, depthwise_conv_2d_kernel
 from ..host.engine_layout import mac_command, table_image, weights_image
-from ..host.windows import Geometry, stackable
+from ..host.windows import Geometry, stackable, stacked_bytes
 from ..hw import commands
 
 __all__ = ["LIST", "MEMORY", "RO", "RW", "Image", "Layer", "check_memory", "poke", "small_dw_layer"]
@@ -75,9 +75,7 @@ class Layer:
     def stack_if_fits(self, in_depth):
         """Row-stack this CONV_2D's input (the command's ``stack``) if the engine can: dilation_h 1, the stacked
         input within half the input buffer. Returns whether it did."""
-        g = self.g
-        self.stack = (self.op == "CONV_2D" and stackable(g)
-                      and g.batch * g.out_h * g.in_w * g.kernel_h * g.in_c <= in_depth // 2)
+        self.stack = self.op == "CONV_2D" and stackable(self.g) and stacked_bytes(self.g) <= in_depth // 2
         return self.stack
 
     @classmethod

@@ -160,8 +160,7 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
                             results[o] = (np.frombuffer(out, np.int8).reshape(Lo.output_shape), fig)
                     hw, (cycles, rd, wr) = results.pop(op)
                     where = "engine"
-                    kept = hw is None
-                    if kept:
+                    if hw is None:          # (kept on chip only: golden's goes on to the next layer)
                         hw = want
                 else:
                     hw, (cycles, rd, wr) = want, (0, 0, 0)
