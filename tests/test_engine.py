@@ -20,7 +20,18 @@ from int8_systolic.hw.depthwise_gen import input_pitch
 from int8_systolic.hw.engine import ERRORS, Engine
 from int8_systolic.sim.amaranth_bench import simulate
 from int8_systolic.sim.axi_model import AxiMemoryModel
-from int8_systolic.sim.engine_stimulus import LIST, MEMORY, RO, RW, Image, Layer, check_memory, poke, small_dw_layer
+from int8_systolic.sim.engine_stimulus import (
+    LIST,
+    MEMORY,
+    RO,
+    RW,
+    Image,
+    Layer,
+    check_memory,
+    pad_conv_model,
+    poke,
+    small_dw_layer,
+)
 
 VCD = None     # a path: the runs' waveforms (debugging)
 
@@ -329,13 +340,21 @@ def _run_compiled_cnn(seed, sizes, **run_kw):
     """The generated CNN compiled for an engine of ``sizes``, its first segment (CONV_2D 3x3 stride 2,
     DEPTHWISE_CONV_2D, CONV_2D 1x1) run from the compiled image to its BARRIER or END; each output checked equal to
     the golden interpreter's tensor and nothing else written. Returns (engine, program, image, model)."""
-    interp = Interpreter(generated_cnn(seed), "cnn")
+    dut, program, image, model = _run_compiled(generated_cnn(seed), seed, sizes, **run_kw)
+    first = program.segments[0]
+    assert [program.layers[op].kind for op in first] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"]
+    return dut, program, image, model
+
+
+def _run_compiled(raw, seed, sizes, **run_kw):
+    """The model ``raw`` compiled for an engine of ``sizes``, its first segment run from the compiled image to its
+    BARRIER or END, each output checked equal to the golden interpreter's tensor and nothing else written."""
+    interp = Interpreter(raw, "model")
     x = model_inputs(interp.model, 1, seed)[0]
     interp.invoke(x)
     dut = engine(**sizes)
     program = compile_model(interp, cols=dut.cols, data_width=dut.data_width, **sizes)
     first = program.segments[0]
-    assert [program.layers[op].kind for op in first] == ["CONV_2D", "DEPTHWISE_CONV_2D", "CONV_2D"]
     image = types.SimpleNamespace(mem=bytearray(program.memory))
     for ti in program.segment_inputs(0):
         data = np.ascontiguousarray(interp.tensors[ti]).tobytes()
@@ -375,6 +394,18 @@ def test_a_model_runs_from_its_compiled_image(seed):
         assert bool(reads) != (fits and cmd["input_addr"] == prev["output_addr"]), (prev, cmd, reads)
         forwarded += not reads
     assert forwarded, "no layer took its input from the layer before on chip"
+
+
+@pytest.mark.parametrize(("seed", "paddings", "kw"), [
+    (0, ((0, 0), (0, 1), (1, 1), (0, 0)), {}),                                           # MobileNetV2's, stride 2
+    (1, ((0, 0), (2, 0), (0, 1), (0, 0)), {"depthwise": False, "stride": (1, 1)}),       # no SAME gives this one
+])
+def test_a_pad_folded_into_the_window_is_exact(seed, paddings, kw):
+    """PAD then a convolution, compiled: one command reading the PAD's input, the PAD's rows and columns the window
+    generator's padding; the output equals golden's (which pads, then convolves) and nothing else is written."""
+    sizes = {"in_depth": 1024, "w_depth": 1024, "out_depth": 1024, "max_col_tiles": 8}
+    _, program, _, _ = _run_compiled(pad_conv_model(seed, paddings, **kw), seed, sizes)
+    assert (program.layers[1].pad_folded, program.layers[1].input_tensor) == (0, 0)
 
 
 @pytest.mark.slow

@@ -13,6 +13,7 @@ from int8_systolic.golden.tflite.mlperf import mlperf_model
 from int8_systolic.host.engine_compiler import _engine_refusal, _tiles, compile_model
 from int8_systolic.host.windows import Geometry, steps
 from int8_systolic.hw import commands
+from int8_systolic.sim.engine_stimulus import pad_conv_model
 
 DEFAULTS = {"in_depth": 32768, "w_depth": 65536, "out_depth": 32768}
 
@@ -134,3 +135,54 @@ def test_a_producer_and_its_tiled_consumer_alternate_band_for_band():
         first_row = (prod["output_addr"] - out_addr) // (48 * 16)
         rows.update(range(first_row, first_row + prod["out_h"]))
     assert rows == set(range(48))
+
+
+def _geometry(cmd):
+    return Geometry(*(cmd[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
+                                       "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")))
+
+
+@pytest.mark.parametrize(("paddings", "kw"), [
+    (((0, 0), (0, 1), (1, 1), (0, 0)), {}),                                          # MobileNetV2's, stride 2
+    (((0, 0), (2, 0), (0, 1), (0, 0)), {"depthwise": False, "stride": (1, 1)}),      # no SAME gives this one
+    (((0, 0), (1, 1), (1, 1), (0, 0)), {"constant": "zero_point", "padding": "SAME"}),  # PADV2, then SAME
+])
+def test_a_pad_is_folded_into_the_window_of_the_convolution_it_feeds(paddings, kw):
+    """PAD (or PADV2 whose constant is the zero point) then a convolution: one engine layer reading the PAD's input,
+    no host operator between; its window over the unpadded input is golden's im2col of the padded tensor, so the
+    window generator's zero points are the PAD's."""
+    interp = Interpreter(pad_conv_model(3, paddings, **kw))
+    program = compile_model(interp, cols=8, **DEFAULTS)
+    layer = program.layers[1]
+    assert (layer.pad_folded, layer.input_tensor, program.segments) == (0, 0, [[1]])
+    cmd = _commands(program)[0]
+    g, zp = _geometry(cmd), cmd["input_zero_point"]
+    sg = interp.model.subgraphs[0]
+    assert zp == sg.tensors[0].quantization.zero_point[0]
+    x = np.random.default_rng(3).integers(-128, 128, sg.tensors[0].shape).astype(np.int8)
+    padded = np.pad(x, paddings, constant_values=zp)
+    want = staged.im2col(padded, (g.kernel_h, g.kernel_w), (g.stride_h, g.stride_w), (1, 1),
+                         kw.get("padding", "VALID"), pad_value=zp)              # [1, oh, ow, K]
+    got = steps(g, x, zp, rows=g.out_w, width=8)                                 # a tile an output row
+    np.testing.assert_array_equal(got, want[0].transpose(0, 2, 1))
+
+
+@pytest.mark.parametrize(("paddings", "kw", "why"), [
+    (((0, 0), (1, 1), (1, 1), (0, 0)), {"constant": 5}, "PADV2's constant is not the zero point"),
+    (((0, 0), (1, 1), (1, 1), (0, 1)), {"depthwise": False}, "it pads channels"),
+    (((0, 0), (3, 0), (0, 0), (0, 0)), {}, "3 rows above a 3x3 window: more than it reaches"),
+])
+def test_a_pad_that_cannot_fold_stays_the_hosts(paddings, kw, why):
+    interp = Interpreter(pad_conv_model(3, paddings, **kw))
+    layer = compile_model(interp, cols=8, **DEFAULTS).layers[1]
+    assert (layer.pad_folded, layer.input_tensor) == (None, interp.model.subgraphs[0].operators[0].outputs[0]), why
+
+
+def test_kws_mobilenetv2s_pads_are_folded():
+    """KWS MobileNetV2's four PADs (before its stride-2 depthwise layers) fold: no barrier for them, and the 36 KB
+    tensor before the first never goes to memory (its producer's bands alternate with the depthwise layer's)."""
+    program = compile_model(Interpreter(mlperf_model("keyword_spotting_mobilenetv2")))
+    assert {op: L.pad_folded for op, L in program.layers.items() if L.pad_folded is not None} == \
+        {6: 5, 14: 13, 26: 25, 54: 53}
+    assert len(program.segments) == 14       # 12 ADDs and the MEAN before the classifier
+    assert (program.layers[4].kept, program.layers[4].commands, program.layers[6].commands) == (True, 2, 2)

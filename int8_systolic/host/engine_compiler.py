@@ -4,7 +4,8 @@
 run (CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED with constant weights, whose tensors fit the engine's
 buffers: the same checks as :class:`hw.layer_check.LayerCheck`) a command, or several for a layer larger than
 the buffers (:func:`_tiles`: row bands, channel chunks; docs/engine.md, Tiling); every other operator, and a
-MAC layer the engine cannot run (the plan says why), is the host's. Consecutive engine layers form a
+MAC layer the engine cannot run (the plan says why), is the host's, except a PAD folded into the window of the
+convolution it feeds (:func:`_pad_folds`: no barrier for it). Consecutive engine layers form a
 *segment*: one run of the command list, ended by a BARRIER (the host then runs the operators up to
 the next segment and says GO again) or, for the last segment, by END.
 
@@ -58,6 +59,7 @@ class EngineLayer:
     segment: int
     commands: int = 1          # its commands in the list: more than one when it is tiled
     kept: bool = False         # its output kept on chip only (fused bands): never in memory
+    pad_folded: int | None = None   # the op index of the PAD folded into its window (its input is the PAD's)
 
 
 @dataclasses.dataclass
@@ -89,6 +91,65 @@ def _should_stack(g, out_c, *, rows, cols, data_width, in_depth):
         return False
     array_cycles = -(-g.pixels // rows) * -(-out_c // cols) * g.k
     return stack_cycles(g) <= array_cycles
+
+
+def _window_refusal(g):
+    """Why the engine's window generators cannot run this geometry (None: they can), as
+    :class:`hw.layer_check.LayerCheck`'s shape check: every window starts inside the input (or its top and left
+    padding) and the padding above and left of the input is no wider than the kernel's reach."""
+    if (g.out_h - 1) * g.stride_h >= g.in_h + g.pad_top or (g.out_w - 1) * g.stride_w >= g.in_w + g.pad_left:
+        return "a window starts past the input's last row or column"
+    if g.pad_top > (g.kernel_h - 1) * g.dilation_h or g.pad_left > (g.kernel_w - 1) * g.dilation_w:
+        return "its padding above or left of the input is wider than the kernel reaches"
+    return None
+
+
+def _geometry(interp, op):
+    """A CONV_2D's or DEPTHWISE_CONV_2D's geometry over its input tensor (TFLite's SAME/VALID resolved), or None."""
+    sg = interp.model.subgraphs[0]
+    params = interp.params.get((0, op.index))
+    w_t = sg.tensors[op.inputs[1]]
+    if op.op not in ("CONV_2D", "DEPTHWISE_CONV_2D") or params is None or w_t.data is None:
+        return None
+    geo = params["geometry"]
+    kernel = w_t.shape[1:3]
+    return Geometry.of(tuple(sg.tensors[op.inputs[0]].shape), kernel, geo["stride"], geo["dilation"], geo["padding"])
+
+
+def _pad_folds(interp):
+    """The PADs folded into the window of the convolution that reads them: {the PAD's output tensor: (the PAD's
+    op index, its input tensor, rows above, columns left, rows below, columns right)}. A PAD folds where its
+    output's only reader is a CONV_2D or DEPTHWISE_CONV_2D (not a graph output), it pads height and width only,
+    with the value the convolution's own padding uses (its input's zero point: PAD's always is, PADV2's constant
+    must be), and the convolution over the unpadded input, with the pad added to its own, is a window the engine
+    runs. The convolution then reads the PAD's input and the padded tensor is never in memory: the engine puts the
+    zero point in those taps itself, exactly as the PAD would have (docs/engine.md, the compiler)."""
+    sg = interp.model.subgraphs[0]
+    folds = {}
+    for op in sg.operators:
+        if op.op not in ("PAD", "PADV2"):
+            continue
+        params, out = interp.params.get((0, op.index)), op.outputs[0]
+        readers = [o for o in sg.operators if out in o.inputs]
+        if params is None or out in sg.outputs or len(readers) != 1 or readers[0].inputs[0] != out:
+            continue
+        cons = readers[0]
+        g, cons_params = _geometry(interp, cons), interp.params.get((0, cons.index))
+        pads = params["paddings"]
+        if g is None or len(pads) != 4 or any(pads[0]) or any(pads[3]):
+            continue
+        value = params["pad_value"]
+        if value is None:           # PADV2: its constant, when it is one
+            data = sg.tensors[op.inputs[2]].data
+            value = None if data is None else int(np.asarray(data).reshape(-1)[0])
+        if value != -int(cons_params["params"]["input_offset"]):
+            continue
+        (top, bottom), (left, right) = pads[1], pads[2]
+        folded = dataclasses.replace(g, in_h=g.in_h - top - bottom, in_w=g.in_w - left - right,
+                                     pad_top=g.pad_top + top, pad_left=g.pad_left + left)
+        if _window_refusal(folded) is None:
+            folds[out] = (op.index, op.inputs[0], top, left, bottom, right)
+    return folds
 
 
 def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles,
@@ -227,10 +288,14 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     layers, host_macs, segments = {}, {}, [[]]
     weights_blobs = []            # (op index, weights bytes, table bytes)
     fields, info = {}, {}
+    folds = _pad_folds(interp)
+    folded_pads = {fold[0] for fold in folds.values()}
     for op in sg.operators:
         params = interp.params.get((0, op.index))
         kind = op.op
         if kind not in ENGINE_OPS:
+            if op.index in folded_pads:       # (in its reader's window: not the host's, no barrier)
+                continue
             if segments[-1]:
                 segments.append([])
             continue
@@ -258,6 +323,12 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
                 geo = params["geometry"]
                 weights = np.asarray(w_t.data, np.int8)
                 g = Geometry.of(tuple(x_t.shape), weights.shape[1:3], geo["stride"], geo["dilation"], geo["padding"])
+            fold = folds.get(op.inputs[0])
+            if fold is not None:      # (a PAD before it: its padding added to the window's, over the PAD's input)
+                _, x_index, top, left, bottom, right = fold
+                x_t = sg.tensors[x_index]
+                g = dataclasses.replace(g, in_h=g.in_h - top - bottom, in_w=g.in_w - left - right,
+                                        pad_top=g.pad_top + top, pad_left=g.pad_left + left)
             out_c = weights.shape[0]
             n_tiles = -(-out_c // cols)
             k = weights.size // out_c
@@ -305,9 +376,11 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         info[op.index] = ((kind, g, out_c, k, stack), make)
         in_bytes = int(np.prod(x_t.shape))
         out_bytes = int(np.prod(y_t.shape))
+        fold = folds.get(op.inputs[0])
         layers[op.index] = EngineLayer(
-            op.index, kind, op.inputs[0], op.outputs[0], 0, 0, tuple(y_t.shape), g.pixels * k * out_c,
-            in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes, len(segments) - 1, len(parts))
+            op.index, kind, op.inputs[0] if fold is None else fold[1], op.outputs[0], 0, 0, tuple(y_t.shape),
+            g.pixels * k * out_c, in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes,
+            len(segments) - 1, len(parts), pad_folded=None if fold is None else fold[0])
     segments = [s for s in segments if s]
     for i, seg in enumerate(segments):
         for op_index in seg:
@@ -334,7 +407,9 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         if got is not None:
             # (the producer's output kept on chip only when nothing else reads it)
             tensor = layers[prod].output_tensor
-            keep = tensor not in sg.outputs and [o.index for o in sg.operators if tensor in o.inputs] == [cons]
+            # (or through a PAD folded into the consumer's window, the PAD's only reader)
+            readers = [o.index for o in sg.operators if tensor in o.inputs]
+            keep = tensor not in sg.outputs and readers in ([cons], [layers[cons].pad_folded])
             fields[prod], fields[cons] = info[prod][1](got[0], keep), info[cons][1](got[1])
             layers[prod].commands = layers[cons].commands = len(got[0])
             layers[prod].kept = keep

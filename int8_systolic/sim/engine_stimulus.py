@@ -15,11 +15,12 @@ import numpy as np
 
 from ..golden.fixedpoint import quantize_multiplier
 from ..golden.kernels import conv_2d_kernel, depthwise_conv_2d_kernel
+from ..golden.tflite.builder import ModelBuilder, _spatial_options, schema
 from ..host.engine_layout import mac_command, table_image, weights_image
 from ..host.windows import Geometry, stackable, stacked_bytes
 from ..hw import commands
 
-__all__ = ["LIST", "MEMORY", "RO", "RW", "Image", "Layer", "check_memory", "poke", "small_dw_layer"]
+__all__ = ["LIST", "MEMORY", "RO", "RW", "Image", "Layer", "check_memory", "pad_conv_model", "poke", "small_dw_layer"]
 
 RO = (0x0000, 0x10000)      # commands, weights, tables
 RW = (0x10000, 0x20000)     # activations
@@ -103,6 +104,48 @@ class Layer:
         else:
             out = conv_2d_kernel(self.x, self.w, self.bias, **common)
         return out.astype(np.int8).tobytes()
+
+
+def pad_conv_model(seed, paddings, *, depthwise=True, shape=(1, 6, 5, 8), filter_hw=(3, 3), stride=(2, 2),
+                   padding="VALID", constant=None):
+    """A .tflite model of two operators: PAD (PADV2 with ``constant``, an int8 value) by ``paddings`` ([4, 2]), then
+    a DEPTHWISE_CONV_2D (a CONV_2D to 5 channels unless ``depthwise``) of random int8 weights over the padded
+    tensor, zero points random (``constant="zero_point"``: PADV2's constant is the input's), the output's scale
+    putting results across the int8 range."""
+    rng = np.random.default_rng(seed)
+    padded = tuple(int(d + a + b) for d, (a, b) in zip(shape, paddings, strict=True))
+    c = padded[3]
+    zp, s_in = int(rng.integers(-128, 128)), float(rng.uniform(0.01, 0.1))
+    constant = zp if constant == "zero_point" else constant
+    n = c if depthwise else 5
+    w = rng.integers(-127, 128, (1, *filter_hw, n) if depthwise else (n, *filter_hw, c)).astype(np.int8)
+    k = filter_hw[0] * filter_hw[1] * (1 if depthwise else c)
+    w_scale = rng.uniform(0.002, 0.01, n).astype(np.float32)
+    mb = ModelBuilder()
+    x = mb.tensor("input", shape, np.int8, scale=s_in, zero_point=zp)
+    pads = mb.tensor("paddings", (4, 2), np.int32, data=np.asarray(paddings, np.int32))
+    ins = [x, pads]
+    if constant is not None:
+        ins.append(mb.tensor("constant", (1,), np.int8, scale=s_in, zero_point=zp, data=np.array([constant], np.int8)))
+    xp = mb.tensor("padded", padded, np.int8, scale=s_in, zero_point=zp)
+    mb.operator(schema.BuiltinOperator.PADV2 if constant is not None else schema.BuiltinOperator.PAD, ins, [xp])
+    wt = mb.tensor("weights", w.shape, np.int8, scale=w_scale, zero_point=0, quantized_dimension=3 if depthwise else 0,
+                   data=w)
+    bias = rng.integers(-2000, 2000, n).astype(np.int32)
+    b = mb.tensor("bias", (n,), np.int32, scale=np.float32(s_in) * w_scale.astype(np.float64), zero_point=0, data=bias)
+    oh = (padded[1] - filter_hw[0]) // stride[0] + 1 if padding == "VALID" else -(-padded[1] // stride[0])
+    ow = (padded[2] - filter_hw[1]) // stride[1] + 1 if padding == "VALID" else -(-padded[2] // stride[1])
+    y = mb.tensor("output", (1, oh, ow, n), np.int8, scale=s_in * float(w_scale.mean()) * 75 * 75 * k ** 0.5 / 50,
+                  zero_point=int(rng.integers(-20, 20)))
+    if depthwise:
+        opts = _spatial_options(schema.DepthwiseConv2DOptionsT(), stride, (1, 1), padding, "NONE")
+        opts.depthMultiplier = 1
+        mb.operator(schema.BuiltinOperator.DEPTHWISE_CONV_2D, [xp, wt, b], [y],
+                    schema.BuiltinOptions.DepthwiseConv2DOptions, opts, version=3)
+    else:
+        opts = _spatial_options(schema.Conv2DOptionsT(), stride, (1, 1), padding, "NONE")
+        mb.operator(schema.BuiltinOperator.CONV_2D, [xp, wt, b], [y], schema.BuiltinOptions.Conv2DOptions, opts)
+    return mb.finish([x], [y])
 
 
 def small_dw_layer(rng, seed):

@@ -148,6 +148,8 @@ def print_engine_report(res, sim):
             status = "kept on chip only (checked through the next layer's output)"
         if L.get("commands", 1) > 1:
             status += f", tiled: {L['commands']} commands"
+        if L.get("pad_folded") is not None:
+            status += f", PAD (op {L['pad_folded']}) folded into its window"
         if L["where"] != "engine":
             print(f"{L['op_index']:>3} {L['op']:<18} {L['input']:>12} {L['weights']:>12} {L['output']:>10} "
                   f"{L['macs']:>8} {'-':>7} {'-':>7} {'-':>7} {'-':>7}  {L['where']}")

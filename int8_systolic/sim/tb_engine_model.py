@@ -172,7 +172,8 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
                                   "bytes_written": [], "exact_steps": 0, "first_mismatch": None,
                                   "tensor_bytes": program.layers[op].tensor_bytes if op in program.layers else 0,
                                   "commands": program.layers[op].commands if op in program.layers else 0,
-                                  "kept": op in program.layers and program.layers[op].kept}
+                                  "kept": op in program.layers and program.layers[op].kept,
+                                  "pad_folded": program.layers[op].pad_folded if op in program.layers else None}
                 rec = layers[op]
                 rec["cycles"].append(cycles)
                 rec["bytes_read"].append(rd)
