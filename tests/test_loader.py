@@ -10,13 +10,17 @@ from int8_systolic.hw.loader import Loader
 from int8_systolic.sim.amaranth_bench import simulate
 
 
-@pytest.mark.parametrize(("data_width", "buffer_width", "chunk", "pixel", "pitch"),
-                         [(64, 8, 64, 0, 0), (32, 8, 256, 0, 0), (128, 16, 32, 0, 0), (64, 8, 64, 16, 24),
-                          (128, 16, 64, 32, 40), (32, 8, 256, 64, 72)])
-def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
-    """Linear copies; and spread ones (a depthwise input: each pixel of ``pixel`` bytes at ``pitch``)."""
-    rng = random.Random(data_width + pitch)
-    dut = Loader(data_width, buffer_width=buffer_width, addr_width=12, chunk=chunk)
+@pytest.mark.parametrize(("data_width", "buffer_width", "chunk", "pixel", "pitch", "pairs"),
+                         [(64, 8, 64, 0, 0, False), (32, 8, 256, 0, 0, False), (128, 16, 32, 0, 0, False),
+                          (64, 8, 64, 16, 24, False), (128, 16, 64, 32, 40, False), (32, 8, 256, 64, 72, False),
+                          (64, 16, 64, 0, 0, True), (64, 16, 64, 24, 40, True), (32, 16, 256, 8, 12, True)])
+def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pairs):
+    """Linear copies; and spread ones (a depthwise input: each pixel of ``pixel`` bytes at ``pitch``); with
+    ``pairs``, two beats a write where they land together. The buffer (a model of the 4 KB the addresses reach)
+    holds every beat at its place at the end; ``loaded`` counts the bytes written and every byte below ``filled`` is
+    written, at every write."""
+    rng = random.Random(data_width + pitch + pairs)
+    dut = Loader(data_width, buffer_width=buffer_width, addr_width=12, chunk=chunk, pairs=pairs)
     nbytes = data_width // 8
     copies = [(rng.randrange(0, 1 << 20) * nbytes, rng.randint(1, 40) * (pixel or nbytes)) for _ in range(3)]
     seen = {"cmds": [], "writes": []}
@@ -33,6 +37,8 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
             await ctx.tick()
             ctx.set(dut.start, 0)
             writes, done_at = [], None
+            all_beats = list(beats)
+            buf, written = bytearray(1 << 12), set()
             for t in range(2000):
                 ctx.set(dut.rd_cmd.ready, rng.random() < 0.5)
                 offer = owed > 0 and rng.random() < 0.7
@@ -51,11 +57,15 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
                     beats.pop(0)
                     owed -= 1
                 if ctx.get(dut.w_en):
-                    writes.append((ctx.get(dut.w_addr), ctx.get(dut.w_data), ctx.get(dut.w_strb)))
-                    assert ctx.get(dut.loaded) == (len(writes) - 1) * nbytes
-                    n = (len(writes) - 1) * nbytes        # every byte below `filled` is written
-                    want = n if not pitch else n // pixel * pitch + n % pixel
-                    assert ctx.get(dut.filled) == want
+                    assert ctx.get(dut.loaded) == len(written)
+                    # every byte below `filled` is written (a spread copy's gaps between pixels aside)
+                    assert all(a in written for a in range(ctx.get(dut.filled)) if not pitch or a % pitch < pixel)
+                    w_addr, w_data, w_strb = ctx.get(dut.w_addr), ctx.get(dut.w_data), ctx.get(dut.w_strb)
+                    writes.append((w_addr, w_data, w_strb))
+                    for j in range(buffer_width):
+                        if w_strb >> j & 1:
+                            buf[(w_addr + j) % (1 << 12)] = w_data >> 8 * j & 0xFF
+                            written.add(w_addr + j)
                 if ctx.get(dut.done):
                     assert done_at is None
                     done_at = t
@@ -67,6 +77,10 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
             assert not ctx.get(dut.busy)
             assert ctx.get(dut.loaded) == length
             assert ctx.get(dut.filled) == (length if not pitch else length // pixel * pitch)
+            for n, beat in enumerate(all_beats):
+                place = n * nbytes if not pitch else n * nbytes // pixel * pitch + n * nbytes % pixel
+                got = int.from_bytes(bytes(buf[(place + j) % (1 << 12)] for j in range(nbytes)), "little")
+                assert got == beat, f"beat {n} at {place}"
             seen["writes"].append(writes)
 
     simulate(dut, bench)
@@ -74,10 +88,42 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch):
     want = [(addr + o, min(chunk, length - o)) for addr, length in copies for o in range(0, length, chunk)]
     assert seen["cmds"] == want
     for (_, length), writes in zip(copies, seen["writes"], strict=True):
-        place = [n * nbytes if not pitch else n * nbytes // pixel * pitch + n * nbytes % pixel
-                 for n in range(length // nbytes)]
-        assert [w[0] for w in writes] == [a % (1 << 12) for a in place]
-        assert all(w[2] == (1 << nbytes) - 1 for w in writes)
+        # a write is one beat, or two (pairs) that land together
+        strobes = {w[2] for w in writes}
+        assert strobes <= ({(1 << nbytes) - 1, (1 << 2 * nbytes) - 1} if pairs else {(1 << nbytes) - 1})
+        if not pairs:
+            place = [n * nbytes if not pitch else n * nbytes // pixel * pitch + n * nbytes % pixel
+                     for n in range(length // nbytes)]
+            assert [w[0] for w in writes] == [a % (1 << 12) for a in place]
+        elif length // (pixel or nbytes) > 4 and (pixel or 2 * nbytes) >= 2 * nbytes:
+            assert (1 << 2 * nbytes) - 1 in strobes, "no two beats written together"
+
+
+def test_pairs_take_the_write_port_every_other_cycle():
+    """A copy at the port's rate (a beat every cycle) with ``pairs``: half as many writes as beats, each in the
+    cycle its second beat comes, so another writer has the port every other cycle."""
+    dut = Loader(64, buffer_width=16, addr_width=12, chunk=256, pairs=True)
+    beats = 32
+
+    async def bench(ctx):
+        ctx.set(dut.addr, 0)
+        ctx.set(dut.length, beats * 8)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.rd_cmd.ready, 1)
+        writes = given = 0
+        for _ in range(beats + 5):
+            ctx.set(dut.rd_data.valid, given < beats)
+            ctx.set(dut.rd_data.payload, {"data": given, "last": 0})
+            if given < beats and ctx.get(dut.rd_data.ready):
+                given += 1
+            writes += ctx.get(dut.w_en)
+            await ctx.tick()
+        assert (given, writes) == (beats, beats // 2)
+        assert ctx.get(dut.filled) == beats * 8
+
+    simulate(dut, bench)
 
 
 def test_parameters_refused():

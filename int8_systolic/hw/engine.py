@@ -138,6 +138,7 @@ class Engine(wiring.Component):
         m = Module()
         rows, cols = self.rows, self.cols
         m.submodules.core = core = self.core
+        nbytes = self.data_width // 8
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles,
                                                    min_tile_steps=core.min_tile_steps, queue_depth=2, flight_depth=2)
         m.submodules.framer = framer = ResultFramer(rows, n_width=len(sched.counts.n_tiles), depth=2,
@@ -159,11 +160,15 @@ class Engine(wiring.Component):
         m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=lanes,
                                                   bank_bytes=self.bank_bytes, bank_port=True, dsp=self.dsp)
         m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth, dsp=self.dsp)
+        # (the input's loader and the capture write the input buffer in pairs of beats where it is two beats wide: each
+        # then takes its write port every other cycle at full rate, so both go at the port's rate together)
+        pairs = self.in_width >= 2 * nbytes
         m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits,
-                                                    throttle=True)
+                                                    throttle=True, pairs=pairs)
         # the running layer's output, as it is written, also into the input buffer beside its input: the next layer's
         # input when it reads that output (the beats come from the packer, not from memory)
-        m.submodules.capture = capture = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
+        m.submodules.capture = capture = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits,
+                                                pairs=pairs)
         # a row-stacked layer's input goes through the stacker (hw.stacker) rather than straight into the buffer
         m.submodules.stacker = stacker = Stacker(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
         m.submodules.w_loader = w_loader = Loader(self.data_width, buffer_width=self.w_width, addr_width=w_bits)

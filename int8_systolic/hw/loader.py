@@ -18,9 +18,16 @@ loader, feeding the slower :class:`hw.stacker.Stacker` when ``throttled``), a co
 it and the bytes asked but not yet written fit ``room``, so that no beat of it waits in the read port.
 ``done`` pulses after the last beat is written; ``busy`` is high from the cycle after ``start`` to then. The copy
 runs at the port's rate: the buffer takes a beat every cycle.
+
+With ``pairs`` (a buffer at least two beats wide), a beat whose successor lands right after it (not the copy's
+last beat, nor a spread pixel's) waits for it, and the two are written in one cycle: a copy at the port's rate
+then takes the buffer's write port every other cycle, leaving the rest to another writer (the engine's input
+buffer is written by the input's loader and by the capture of the running layer's output). A waiting beat is
+written alone in a cycle no beat comes (not while ``hold``); ``filled`` and ``loaded`` count written bytes only.
+Not while ``throttled``: the stacker takes a beat at a time.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -30,15 +37,16 @@ __all__ = ["Loader"]
 
 
 class Loader(wiring.Component):
-    def __init__(self, data_width=64, *, buffer_width=8, addr_width=16, chunk=256, throttle=False):
-        if not (data_width in (32, 64, 128) and buffer_width in (4, 8, 16, 32) and 8 * buffer_width >= data_width
+    def __init__(self, data_width=64, *, buffer_width=8, addr_width=16, chunk=256, throttle=False, pairs=False):
+        if not (data_width in (32, 64, 128) and buffer_width in (4, 8, 16, 32)
+                and 8 * buffer_width >= (2 if pairs else 1) * data_width
                 and isinstance(chunk, int) and chunk >= data_width // 8 and chunk & (chunk - 1) == 0):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"data_width must be 32, 64 or 128 bits, buffer_width (4, 8, 16 or 32 bytes) at "
-                             f"least a beat and chunk a power of two of at least a beat, got {data_width!r}, "
-                             f"{buffer_width!r}, {chunk!r}")
+                             f"least a beat (two with pairs) and chunk a power of two of at least a beat, got "
+                             f"{data_width!r}, {buffer_width!r}, {chunk!r}")
         self.data_width, self.buffer_width, self.addr_width, self.chunk = data_width, buffer_width, addr_width, chunk
-        self.throttle = throttle
+        self.throttle, self.pairs = throttle, pairs
         super().__init__({
             **({"throttled": In(1), "room": In(16)} if throttle else {}),
             "start": In(1), "addr": In(32), "length": In(24), "base": In(addr_width), "pixel": In(17),
@@ -64,7 +72,6 @@ class Loader(wiring.Component):
         pix_left = Signal(18)                  # bytes of the current pixel not yet written
         unwritten = Signal(25)                 # bytes of the input not yet written
         filled = Signal(25)
-        m.d.comb += self.filled.eq(filled)
         m.d.sync += self.done.eq(0)
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0),
@@ -86,14 +93,42 @@ class Loader(wiring.Component):
                      self.rd_cmd.payload.length.eq(length)]
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
-        m.d.comb += [self.rd_data.ready.eq(self.busy & ~self.hold), self.w_addr.eq(w_ptr),
-                     self.w_data.eq(self.rd_data.payload.data), self.w_strb.eq((1 << nbytes) - 1)]
-        # (an expression, not a value set under an If: Icarus leaves the latter X until an input of the If changes,
-        # and the capture's inputs may not change for a whole layer)
-        m.d.comb += self.w_en.eq(self.rd_data.valid & self.rd_data.ready)
-        with m.If(self.w_en):
-            m.d.sync += [self.loaded.eq(self.loaded + nbytes), unwritten.eq(unwritten - nbytes)]
-            with m.If(spread & (pix_left <= nbytes)):
+        m.d.comb += self.rd_data.ready.eq(self.busy & ~self.hold)
+        # (expressions, not values set under an If: Icarus leaves the latter X until an input of the If changes, and
+        # the capture's inputs may not change for a whole layer)
+        accept = Signal()          # a beat taken
+        m.d.comb += accept.eq(self.rd_data.valid & self.rd_data.ready)
+        pixel_end = Signal()       # it is a spread pixel's last beat: the next lands a pitch on
+        m.d.comb += pixel_end.eq(spread & (pix_left <= nbytes))
+        if self.pairs:
+            held = Signal()                            # a beat waits for the next
+            held_data = Signal(self.data_width)
+            held_addr = Signal(self.addr_width)
+            held_filled = Signal(25)                   # `filled` before it
+            pairing = ~self.throttled if self.throttle else 1
+            wait = Signal()                            # the beat taken waits for its successor
+            m.d.comb += wait.eq(accept & ~held & pairing & ~pixel_end & (unwritten > nbytes))
+            m.d.comb += [self.w_en.eq((accept & ~wait) | (~accept & held & ~self.hold)),
+                         self.w_addr.eq(Mux(held, held_addr, w_ptr)),
+                         self.w_data.eq(Mux(held, Cat(held_data, self.rd_data.payload.data),
+                                            self.rd_data.payload.data)),
+                         self.w_strb.eq(Mux(held & accept, (1 << 2 * nbytes) - 1, (1 << nbytes) - 1)),
+                         self.filled.eq(Mux(held, held_filled, filled))]
+            with m.If(wait):
+                m.d.sync += [held.eq(1), held_data.eq(self.rd_data.payload.data), held_addr.eq(w_ptr),
+                             held_filled.eq(filled)]
+            with m.Elif(self.w_en):
+                m.d.sync += held.eq(0)
+            with m.If(self.w_en):
+                m.d.sync += self.loaded.eq(self.loaded + Mux(held & accept, 2 * nbytes, nbytes))
+        else:
+            m.d.comb += [self.w_en.eq(accept), self.w_addr.eq(w_ptr), self.w_data.eq(self.rd_data.payload.data),
+                         self.w_strb.eq((1 << nbytes) - 1), self.filled.eq(filled)]
+            with m.If(self.w_en):
+                m.d.sync += self.loaded.eq(self.loaded + nbytes)
+        with m.If(accept):
+            m.d.sync += unwritten.eq(unwritten - nbytes)
+            with m.If(pixel_end):
                 # the pixel's last beat: the next pixel starts a pitch on
                 m.d.sync += [pix_left.eq(pixel), pix_addr.eq(pix_addr + pitch), w_ptr.eq(pix_addr + pitch),
                              pix_start.eq(pix_start + pitch), filled.eq(pix_start + pitch)]

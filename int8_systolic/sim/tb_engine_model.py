@@ -127,6 +127,7 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
     cycles0 = eng.cycles
     sg = interp.model.subgraphs[0]
     layers, mismatches, tflm_checked, compared = {}, [], 0, 0
+    command_figures = []      # the first step's commands in list order: [op, cycles, bytes read, bytes written]
     t0 = time.perf_counter()
     inputs = model_inputs(interp.model, steps, SEED, INPUT)
     final = []
@@ -149,6 +150,8 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
                             eng.ram.write(program.tensor_addr[ti], np.ascontiguousarray(value).tobytes())
                         cmd_ops = program.command_ops[L.segment]
                         figures, _ = await eng.run_segment(len(cmd_ops))
+                        if step == 0:
+                            command_figures += [[o, *fg] for o, fg in zip(cmd_ops, figures, strict=True)]
                         for o in seg:      # (a tiled layer's commands summed: they may alternate with another's)
                             Lo = program.layers[o]
                             fig = tuple(sum(f) for f in zip(*(fg for fg, c in zip(figures, cmd_ops, strict=True)
@@ -194,7 +197,8 @@ async def _run_one(dut, eng, path, raw, interp, program, steps):
               "segments": len(program.segments), "host_macs": {str(k): v for k, v in program.host_macs.items()},
               "layers": sorted(layers.values(), key=lambda r: r["op_index"]), "tflm_tensors_compared": tflm_checked,
               "mismatches": mismatches, "final_outputs": final, "seconds": time.perf_counter() - t0,
-              "compared": compared, "failures": len(mismatches), "sim_cycles": eng.cycles - cycles0}
+              "compared": compared, "failures": len(mismatches), "sim_cycles": eng.cycles - cycles0,
+              "commands": command_figures}
     with open(os.environ["TB_RESULTS"], "a") as f:
         f.write(json.dumps(result) + "\n")
     return result["failures"]
