@@ -40,11 +40,12 @@ class Loader(wiring.Component):
     def __init__(self, data_width=64, *, buffer_width=8, addr_width=16, chunk=256, throttle=False, pairs=False):
         if not (data_width in (32, 64, 128) and buffer_width in (4, 8, 16, 32)
                 and 8 * buffer_width >= (2 if pairs else 1) * data_width
-                and isinstance(chunk, int) and chunk >= data_width // 8 and chunk & (chunk - 1) == 0):
+                and isinstance(chunk, int) and chunk >= data_width // 8 and chunk & (chunk - 1) == 0
+                and chunk <= 1 << 16):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"data_width must be 32, 64 or 128 bits, buffer_width (4, 8, 16 or 32 bytes) at "
-                             f"least a beat (two with pairs) and chunk a power of two of at least a beat, got "
-                             f"{data_width!r}, {buffer_width!r}, {chunk!r}")
+                             f"least a beat (two with pairs) and chunk a power of two of at least a beat, at most "
+                             f"64 KB, got {data_width!r}, {buffer_width!r}, {chunk!r}")
         self.data_width, self.buffer_width, self.addr_width, self.chunk = data_width, buffer_width, addr_width, chunk
         self.throttle, self.pairs = throttle, pairs
         super().__init__({
@@ -78,28 +79,51 @@ class Loader(wiring.Component):
                          pixel.eq(self.pixel), pitch.eq(self.pitch),
                          spread.eq(self.pitch != self.pixel), pix_addr.eq(self.base), w_ptr.eq(self.base),
                          pix_start.eq(0), pix_left.eq(self.pixel), unwritten.eq(self.length), filled.eq(0)]
-        # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients'
-        length = Mux(left > self.chunk, self.chunk, left)
+        # the next command: up to `chunk` bytes, so the arbiter interleaves it with the other clients' (a register,
+        # kept with `left`: min(left, chunk) after each command)
+        length = Signal(25)
+        issue = Signal()
+        m.d.comb += issue.eq(self.rd_cmd.valid & self.rd_cmd.ready)
+        accept = Signal()          # a beat taken
+        m.d.comb += accept.eq(self.rd_data.valid & self.rd_data.ready)
+        more = Signal()            # left is not 0
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [length.eq(Mux(self.length > self.chunk, self.chunk, self.length)), more.eq(self.length != 0)]
+        with m.Elif(issue):
+            m.d.sync += [length.eq(Mux(left > 2 * self.chunk, self.chunk,
+                                       Mux(left > self.chunk, left - self.chunk, 0))),
+                         more.eq(left > self.chunk)]
         may = 1
         if self.throttle:
-            # (throttled: asked for only when the bytes asked and not yet written, and these, fit the room)
-            owed = Signal(25)
-            m.d.sync += owed.eq(owed + Mux(self.rd_cmd.valid & self.rd_cmd.ready, length, 0)
-                                - Mux(self.w_en, nbytes, 0))
+            # (throttled: asked for only when the bytes asked and not yet written, and these, fit the room. The test
+            # is a register, a cycle old, and no command is asked for in the cycle after one: since then the bytes
+            # owed have only fallen, and the room by no more than they, as the beats written go into the FIFO whose
+            # free bytes it is)
+            owed = Signal(len(self.room) + 1)   # (throttled, at most the room and a command: `room` is 16 bits)
+            fits = Signal()
+            # (throttled, no beat waits for a pair: a beat taken is a beat written)
+            m.d.sync += [owed.eq(owed + Mux(issue, length, 0) - Mux(accept, nbytes, 0)),
+                         fits.eq((owed + length[:len(owed)] <= self.room) & ~issue)]
             with m.If(self.start & ~self.busy):
-                m.d.sync += owed.eq(0)
-            may = ~self.throttled | (owed + length <= self.room)
-        m.d.comb += [self.rd_cmd.valid.eq(self.busy & (left != 0) & may), self.rd_cmd.payload.addr.eq(next_addr),
+                m.d.sync += [owed.eq(0), fits.eq(0)]
+            may = ~self.throttled | fits
+        m.d.comb += [self.rd_cmd.valid.eq(self.busy & more & may), self.rd_cmd.payload.addr.eq(next_addr),
                      self.rd_cmd.payload.length.eq(length)]
-        with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
+        with m.If(issue):
             m.d.sync += [next_addr.eq(next_addr + self.chunk), left.eq(Mux(left > self.chunk, left - self.chunk, 0))]
         m.d.comb += self.rd_data.ready.eq(self.busy & ~self.hold)
         # (expressions, not values set under an If: Icarus leaves the latter X until an input of the If changes, and
         # the capture's inputs may not change for a whole layer)
-        accept = Signal()          # a beat taken
-        m.d.comb += accept.eq(self.rd_data.valid & self.rd_data.ready)
-        pixel_end = Signal()       # it is a spread pixel's last beat: the next lands a pitch on
-        m.d.comb += pixel_end.eq(spread & (pix_left <= nbytes))
+        # (registers kept with the counts they test, so that no comparison is on a write's path)
+        pixel_end = Signal()       # the next beat is a spread pixel's last: the one after lands a pitch on
+        final = Signal()           # the next beat is the copy's last
+        one_beat_pixel = Signal()  # a pixel is one beat
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [pixel_end.eq((self.pitch != self.pixel) & (self.pixel <= nbytes)),
+                         one_beat_pixel.eq(self.pixel <= nbytes), final.eq(self.length <= nbytes)]
+        with m.Elif(accept):
+            m.d.sync += [pixel_end.eq(spread & Mux(pixel_end, one_beat_pixel, pix_left <= 2 * nbytes)),
+                         final.eq(unwritten <= 2 * nbytes)]
         if self.pairs:
             held = Signal()                            # a beat waits for the next
             held_data = Signal(self.data_width)
@@ -107,7 +131,7 @@ class Loader(wiring.Component):
             held_filled = Signal(25)                   # `filled` before it
             pairing = ~self.throttled if self.throttle else 1
             wait = Signal()                            # the beat taken waits for its successor
-            m.d.comb += wait.eq(accept & ~held & pairing & ~pixel_end & (unwritten > nbytes))
+            m.d.comb += wait.eq(accept & ~held & pairing & ~pixel_end & ~final)
             m.d.comb += [self.w_en.eq((accept & ~wait) | (~accept & held & ~self.hold)),
                          self.w_addr.eq(Mux(held, held_addr, w_ptr)),
                          self.w_data.eq(Mux(held, Cat(held_data, self.rd_data.payload.data),
@@ -134,6 +158,6 @@ class Loader(wiring.Component):
                              pix_start.eq(pix_start + pitch), filled.eq(pix_start + pitch)]
             with m.Else():
                 m.d.sync += [pix_left.eq(pix_left - nbytes), w_ptr.eq(w_ptr + nbytes), filled.eq(filled + nbytes)]
-            with m.If(unwritten <= nbytes):
+            with m.If(final):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m
