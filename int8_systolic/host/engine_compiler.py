@@ -25,6 +25,7 @@ gives each engine layer's tensor bytes (input, weights, bias, output, once each)
 import dataclasses
 import itertools
 import math
+import typing
 
 import numpy as np
 
@@ -116,14 +117,21 @@ def _geometry(interp, op):
     return Geometry.of(tuple(sg.tensors[op.inputs[0]].shape), kernel, geo["stride"], geo["dilation"], geo["padding"])
 
 
+class _Fold(typing.NamedTuple):
+    """A PAD folded into the window of the convolution that reads it (:func:`_pad_folds`)."""
+    pad_op: int               # the PAD's op index
+    input_tensor: int         # the PAD's input: the convolution's, folded
+    geometry: Geometry        # the convolution's over it, the PAD's rows above and columns left in its padding
+
+
 def _pad_folds(interp):
-    """The PADs folded into the window of the convolution that reads them: {the PAD's output tensor: (the PAD's
-    op index, its input tensor, rows above, columns left, rows below, columns right)}. A PAD folds where its
-    output's only reader is a CONV_2D or DEPTHWISE_CONV_2D (not a graph output), it pads height and width only,
-    with the value the convolution's own padding uses (its input's zero point: PAD's always is, PADV2's constant
-    must be), and the convolution over the unpadded input, with the pad added to its own, is a window the engine
-    runs. The convolution then reads the PAD's input and the padded tensor is never in memory: the engine puts the
-    zero point in those taps itself, exactly as the PAD would have (docs/engine.md, the compiler)."""
+    """The PADs folded into the window of the convolution that reads them: {the PAD's output tensor: its
+    :class:`_Fold`}. A PAD folds where its output's only reader is a CONV_2D or DEPTHWISE_CONV_2D (not a graph
+    output), it pads height and width only, with the value the convolution's own padding uses (its input's zero
+    point: PAD's always is, PADV2's constant must be), and the convolution over the unpadded input, with the pad
+    added to its own, is a window the engine runs. The convolution then reads the PAD's input and the padded
+    tensor is never in memory: the engine puts the zero point in those taps itself, exactly as the PAD would have
+    (docs/engine.md, the compiler)."""
     sg = interp.model.subgraphs[0]
     folds = {}
     for op in sg.operators:
@@ -148,7 +156,7 @@ def _pad_folds(interp):
         folded = dataclasses.replace(g, in_h=g.in_h - top - bottom, in_w=g.in_w - left - right,
                                      pad_top=g.pad_top + top, pad_left=g.pad_left + left)
         if _window_refusal(folded) is None:
-            folds[out] = (op.index, op.inputs[0], top, left, bottom, right)
+            folds[out] = _Fold(op.index, op.inputs[0], folded)
     return folds
 
 
@@ -289,7 +297,7 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     weights_blobs = []            # (op index, weights bytes, table bytes)
     fields, info = {}, {}
     folds = _pad_folds(interp)
-    folded_pads = {fold[0] for fold in folds.values()}
+    folded_pads = {fold.pad_op for fold in folds.values()}
     for op in sg.operators:
         params = interp.params.get((0, op.index))
         kind = op.op
@@ -302,7 +310,9 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         reason = None
         w_t = sg.tensors[op.inputs[1]]
         b_t = sg.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] != -1 else None
-        x_t, y_t = sg.tensors[op.inputs[0]], sg.tensors[op.outputs[0]]
+        fold = folds.get(op.inputs[0])   # (a PAD before it, folded: the convolution reads the PAD's input)
+        x_t = sg.tensors[op.inputs[0] if fold is None else fold.input_tensor]
+        y_t = sg.tensors[op.outputs[0]]
         if w_t.data is None or (b_t is not None and b_t.data is None):
             reason = "its weights or bias are not constant"
         if reason is None:
@@ -313,22 +323,13 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
                 g = Geometry(batch=int(np.prod(x_t.shape)) // k, in_h=1, in_w=1, in_c=k, out_h=1, out_w=1,
                              kernel_h=1, kernel_w=1)
                 weights = np.asarray(w_t.data, np.int8)
-            elif kind == "DEPTHWISE_CONV_2D":
-                geo = params["geometry"]
-                # [1, KH, KW, N] as [N, KH, KW]: K is the taps
-                weights = np.asarray(w_t.data, np.int8)[0].transpose(2, 0, 1)
-                g = Geometry.of(tuple(x_t.shape), weights.shape[1:3], geo["stride"], geo["dilation"], geo["padding"])
-                multiplier = int(geo["depth_multiplier"])
             else:
-                geo = params["geometry"]
+                g = _geometry(interp, op) if fold is None else fold.geometry
                 weights = np.asarray(w_t.data, np.int8)
-                g = Geometry.of(tuple(x_t.shape), weights.shape[1:3], geo["stride"], geo["dilation"], geo["padding"])
-            fold = folds.get(op.inputs[0])
-            if fold is not None:      # (a PAD before it: its padding added to the window's, over the PAD's input)
-                _, x_index, top, left, bottom, right = fold
-                x_t = sg.tensors[x_index]
-                g = dataclasses.replace(g, in_h=g.in_h - top - bottom, in_w=g.in_w - left - right,
-                                        pad_top=g.pad_top + top, pad_left=g.pad_left + left)
+                if kind == "DEPTHWISE_CONV_2D":
+                    # [1, KH, KW, N] as [N, KH, KW]: K is the taps
+                    weights = weights[0].transpose(2, 0, 1)
+                    multiplier = int(params["geometry"]["depth_multiplier"])
             out_c = weights.shape[0]
             n_tiles = -(-out_c // cols)
             k = weights.size // out_c
@@ -376,11 +377,11 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         info[op.index] = ((kind, g, out_c, k, stack), make)
         in_bytes = int(np.prod(x_t.shape))
         out_bytes = int(np.prod(y_t.shape))
-        fold = folds.get(op.inputs[0])
         layers[op.index] = EngineLayer(
-            op.index, kind, op.inputs[0] if fold is None else fold[1], op.outputs[0], 0, 0, tuple(y_t.shape),
-            g.pixels * k * out_c, in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes,
-            len(segments) - 1, len(parts), pad_folded=None if fold is None else fold[0])
+            op.index, kind, op.inputs[0] if fold is None else fold.input_tensor, op.outputs[0], 0, 0,
+            tuple(y_t.shape), g.pixels * k * out_c,
+            in_bytes + weights.size + (0 if b_t is None else 4 * out_c) + out_bytes, len(segments) - 1, len(parts),
+            pad_folded=None if fold is None else fold.pad_op)
     segments = [s for s in segments if s]
     for i, seg in enumerate(segments):
         for op_index in seg:

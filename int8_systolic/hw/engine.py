@@ -138,7 +138,7 @@ class Engine(wiring.Component):
         m = Module()
         rows, cols = self.rows, self.cols
         m.submodules.core = core = self.core
-        nbytes = self.data_width // 8
+        nb = self.data_width // 8
         m.submodules.sched = sched = GemmScheduler(max_col_tiles=self.max_col_tiles,
                                                    min_tile_steps=core.min_tile_steps, queue_depth=2, flight_depth=2)
         m.submodules.framer = framer = ResultFramer(rows, n_width=len(sched.counts.n_tiles), depth=2,
@@ -162,7 +162,7 @@ class Engine(wiring.Component):
         m.submodules.w_buf = w_buf = ByteBuffer(self.w_width, self.w_depth, dsp=self.dsp)
         # (the input's loader and the capture write the input buffer in pairs of beats where it is two beats wide: each
         # then takes its write port every other cycle at full rate, so both go at the port's rate together)
-        pairs = self.in_width >= 2 * nbytes
+        pairs = self.in_width >= 2 * nb
         m.submodules.in_loader = in_loader = Loader(self.data_width, buffer_width=self.in_width, addr_width=in_bits,
                                                     throttle=True, pairs=pairs)
         # the running layer's output, as it is written, also into the input buffer beside its input: the next layer's
@@ -273,7 +273,6 @@ class Engine(wiring.Component):
                      in_loader.addr.eq(cmd_b.input_addr), in_loader.length.eq(vals["in_len"])]
         # every activation in the input buffer is at its pitch (hw.depthwise_gen.input_pitch), from in_base; the
         # output's capture follows the input, at the next 64 bytes
-        nb = self.data_width // 8
         pitch_b, out_pitch_d = Signal(17), Signal(17)
         in_base, cap_base, d_cap_base = Signal(in_bits), Signal(in_bits), Signal(in_bits)
         forwarded = Signal()          # the back's layer's input is the layer before's output, captured

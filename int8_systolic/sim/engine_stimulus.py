@@ -13,6 +13,7 @@ import random
 
 import numpy as np
 
+from ..golden import staged
 from ..golden.fixedpoint import quantize_multiplier
 from ..golden.kernels import conv_2d_kernel, depthwise_conv_2d_kernel
 from ..golden.tflite.builder import ModelBuilder, _spatial_options, schema
@@ -133,8 +134,7 @@ def pad_conv_model(seed, paddings, *, depthwise=True, shape=(1, 6, 5, 8), filter
                    data=w)
     bias = rng.integers(-2000, 2000, n).astype(np.int32)
     b = mb.tensor("bias", (n,), np.int32, scale=np.float32(s_in) * w_scale.astype(np.float64), zero_point=0, data=bias)
-    oh = (padded[1] - filter_hw[0]) // stride[0] + 1 if padding == "VALID" else -(-padded[1] // stride[0])
-    ow = (padded[2] - filter_hw[1]) // stride[1] + 1 if padding == "VALID" else -(-padded[2] // stride[1])
+    oh, ow = (staged.compute_out_size(padding, padded[i], filter_hw[i - 1], stride[i - 1], 1) for i in (1, 2))
     y = mb.tensor("output", (1, oh, ow, n), np.int8, scale=s_in * float(w_scale.mean()) * 75 * 75 * k ** 0.5 / 50,
                   zero_point=int(rng.integers(-20, 20)))
     if depthwise:
