@@ -47,7 +47,7 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 PER_OP ?= 30
 CONFORMANCE_PACK := build/conformance/int8-conformance-v2
 
-.PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling synth-parts bench bench-models bench-golden demo \
+.PHONY: help install sim sim-merge test test-all lint verilog synth synth-seeds synth-scaling synth-parts synth-depth bench bench-models bench-golden demo \
 	conformance conformance-rtl formal mutate clean
 
 help:
@@ -61,6 +61,7 @@ help:
 	@echo "make synth-seeds   one netlist placed and routed with SEEDS=1-5 (JOBS at a time): Fmax spread, worst paths"
 	@echo "make synth-scaling 2x2, 4x4, 8x8 and the largest that fits, both targets (table + build/synth/scaling.png)"
 	@echo "make synth-parts   each memory-engine part alone on the ECP5 (PARTS=dwgen,in_buf; default all): LUTs, Fmax, worst path"
+	@echo "make synth-depth   Yosys only, then every register-to-register path estimated: the long ones and the parts they cross (BLOCK=engine)"
 	@echo "make lint          ruff, then verilator --lint-only -Wall on the exported Verilog (reasoned waivers)"
 	@echo "make demo          okay_nabu wake-word model, 20 steps, every MAC layer on the RTL (Verilator)"
 	@echo "make bench         RTL cycles, utilization and simulation speed (writes build/bench/rtl.json)"
@@ -115,6 +116,9 @@ synth-seeds: $(STAMP)
 # each part of the memory engine placed and routed alone (out of context): build/synth/engine_parts.json
 synth-parts: $(STAMP)
 	$(PY) -m int8_systolic.fpga.parts --rows $(ROWS) --cols $(COLS) $(if $(PARTS),--parts $(PARTS))
+
+synth-depth: $(STAMP)
+	$(PY) -m int8_systolic.fpga.depth --rows $(ROWS) --cols $(COLS) --block $(if $(filter engine axi accelerator,$(BLOCK)),$(BLOCK),engine)
 
 synth-scaling: $(STAMP)
 	$(PY) -m int8_systolic.fpga.synth --scaling --rounding $(ROUNDING)

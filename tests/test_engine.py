@@ -194,11 +194,13 @@ def test_an_error_response_sets_bus_after_the_layer():
 def test_a_write_error_names_its_layer_and_nothing_is_taken_after_it():
     """The first layer's last output write is answered SLVERR (its response comes as the layer's drain ends): BUS
     at index 0; the second layer, which reads the first one's output on chip and so was taken while the first
-    drained, completes; the third is never taken."""
+    drained, completes; the third is never taken. (The first layer's 648 steps outlast the second's preparation, so
+    the second is ready when the first's steps end.)"""
     rng = random.Random(8)
     dut = engine()
     image = Image(8, dut.cols)
-    first = Layer(rng, 80)
+    first = Layer(rng, 80, shape=(1, 6, 6, 8), filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1), padding="SAME",
+                  out_c=4)
     image.add(first)
     image.add(Layer.following(first, rng, 81), chained=True)
     image.add(Layer(rng, 82))

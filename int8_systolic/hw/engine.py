@@ -45,7 +45,7 @@ the next layer and tiling come next (docs/engine.md, order of work).
 """
 
 from amaranth import Module, Mux, Signal
-from amaranth.lib import wiring
+from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
 from . import commands
@@ -196,8 +196,10 @@ class Engine(wiring.Component):
                      self.bytes_read.eq(reader.bytes_read), self.bytes_written.eq(writer.bytes_written)]
 
         # --- the read port's clients: commands, tables, input, weights ---
-        wiring.connect(m, arbiter.cmd, reader.cmd)
-        wiring.connect(m, reader.data, arbiter.data)
+        # (through a two-entry FIFO each way, whose ready is its level, a register: no path runs from a client's
+        # state through the arbiter into the reader's, or back)
+        _slice(m, "rd_cmd_slice", arbiter.cmd, reader.cmd)
+        _slice(m, "rd_data_slice", reader.data, arbiter.data)
         for c, client in enumerate((fetch, tables, in_loader, w_loader)):
             wiring.connect(m, client.rd_cmd, getattr(arbiter, f"cmd{c}"))
             wiring.connect(m, getattr(arbiter, f"data{c}"), client.rd_data)
@@ -246,8 +248,14 @@ class Engine(wiring.Component):
                      packer.beats.ready.eq(Mux(d_keep, capture.rd_data.ready, writer.data.ready))]
         capturing = Signal()          # the back's layer's output goes into the input buffer too
         d_capturing = Signal()        # the drain's layer's does
-        m.d.comb += [capture.rd_cmd.ready.eq(0), capture.rd_data.payload.data.eq(packer.beats.payload.data),
-                     capture.rd_data.valid.eq(d_capturing & packer.beats.valid & (d_keep | writer.data.ready))]
+        # (the capture takes each beat a cycle after the writer, from registers: its writes, which every other writer
+        # of the input buffer yields to, then depend on no handshake of this cycle. It takes a beat whenever busy,
+        # and is busy until its last)
+        cap_valid, cap_data = Signal(), Signal(self.data_width)
+        m.d.sync += [cap_valid.eq(d_capturing & packer.beats.valid & (d_keep | writer.data.ready)),
+                     cap_data.eq(packer.beats.payload.data)]
+        m.d.comb += [capture.rd_cmd.ready.eq(0), capture.rd_data.payload.data.eq(cap_data),
+                     capture.rd_data.valid.eq(cap_valid)]
 
         # --- two stages: the front prepares the next command (fetch, check, its table and weights loaded beside
         # the running layer's), the back runs a prepared one (its input, compute, write-back) ---
@@ -277,7 +285,10 @@ class Engine(wiring.Component):
         in_base, cap_base, d_cap_base = Signal(in_bits), Signal(in_bits), Signal(in_bits)
         forwarded = Signal()          # the back's layer's input is the layer before's output, captured
         fwd_all = Signal()            # ... and all of it is (the layer before's drain has ended)
-        in_avail = Signal(25)
+        # the bytes of the back's input in the buffer, a cycle old (a register between the writers and the
+        # generators): within a layer they only grow, so an old value only delays a read; 0 in the layer's first
+        # cycle, as the loader starts (below)
+        in_avail, in_avail_now = Signal(25), Signal(25)
         m.d.comb += [dw_b.eq(cmd_b.op == commands.OPS["DEPTHWISE_CONV_2D"]),
                      pitch_b.eq(input_pitch(cmd_b.in_c, self.bank_bytes, nb)),
                      out_pitch_d.eq(input_pitch(d_out_c, self.bank_bytes, nb)),
@@ -285,10 +296,14 @@ class Engine(wiring.Component):
                      in_loader.pixel.eq(cmd_b.in_c), in_loader.pitch.eq(pitch_b), in_loader.base.eq(in_base),
                      capture.length.eq(d_out_len), capture.base.eq(d_cap_base),
                      capture.pixel.eq(d_out_c), capture.pitch.eq(out_pitch_d),
-                     in_avail.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled),
-                                     Mux(stack_b, stacker.filled, in_loader.filled))),
+                     in_avail_now.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled),
+                                         Mux(stack_b, stacker.filled, in_loader.filled))),
                      gen.base.eq(in_base), dwgen.base.eq(in_base), stacker.base.eq(in_base)]
         back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
+        # the back's weights in the buffer, a cycle old (as in_avail: they only grow while the layer runs, and the
+        # weight loader starts the front's next only once it has loaded them)
+        w_avail = Signal(25)
+        m.d.sync += w_avail.eq(Mux(back_w_loading, w_loader.loaded, (1 << 25) - 1))
         geometry = {f: cmd_b[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
                                           "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
         # a row-stacked layer's window generator runs on host.windows.stacked's geometry: out_h rows of in_w pixels of
@@ -312,7 +327,7 @@ class Engine(wiring.Component):
                      dwgen.geometry.pitch.eq(pitch_b), dwgen.avail.eq(in_avail), dwgen.total.eq(vals["in_buf"]),
                      streamer.k.eq(vals["k"]), streamer.n_tiles.eq(vals["n_tiles"]),
                      streamer.m_tiles.eq(vals["m_tiles"]), streamer.base.eq(wb_b),
-                     streamer.avail.eq(Mux(back_w_loading, w_loader.loaded, (1 << 25) - 1)),
+                     streamer.avail.eq(w_avail),
                      packer.pixels.eq(d_pixels), packer.channels.eq(d_out_c),
                      writer.cmd.payload.addr.eq(d_out_addr), writer.cmd.payload.length.eq(d_out_len)]
         desc = sched.desc
@@ -422,14 +437,14 @@ class Engine(wiring.Component):
         cap_free = Signal()           # the drain's capture is not writing where the front's input would go
         d_cap_wraps = Signal()        # the drain's capture runs past the input buffer's end (and on from its start)
         fwd = Signal()                # the front's command reads the back's layer's output, captured
-        m.d.comb += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
+        m.d.sync += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
                            & (check.in_buf == vals["out_buf"]) & ~cmd_f.stack)
         # a layer that reads its input from memory where the draining layer is still writing waits for the drain to
         # end (read after write: its output is in memory only once its write responses are in)
         in_end_f, d_out_end = Signal(33), Signal(33)
         m.d.sync += in_end_f.eq(cmd_f.input_addr + check.in_len)
         mem_hazard = Signal()
-        m.d.comb += mem_hazard.eq(~drain_idle & (cmd_f.input_addr < d_out_end) & (d_out_addr < in_end_f))
+        m.d.sync += mem_hazard.eq(~drain_idle & (cmd_f.input_addr < d_out_end) & (d_out_addr < in_end_f))
         steps_done = Signal()
         m.d.comb += steps_done.eq(~gen.busy & ~dwgen.busy & ~streamer.busy & ~in_loader.busy & ~stacker.busy
                                   & ~back_w_loading)
@@ -450,8 +465,17 @@ class Engine(wiring.Component):
             with m.State("RUN"), m.If(steps_done):
                 m.next = "IDLE"
         starting = back.ongoing("START")
+        m.d.sync += in_avail.eq(Mux(starting, 0, in_avail_now))
+        # (fwd, cap_free and mem_hazard are registers a cycle old, so that no comparison of addresses is on the path
+        # of the hand-over's hundreds of loads. A take needs them computed from what holds now: the front's
+        # command, the check's sizes and the back's command hold while the front is READY and the back IDLE, and the
+        # drain's layer changes only as it takes `pending`, hence `pending` low a cycle ago too. Otherwise the drain
+        # only moves them towards a take: its capture ends, it ends)
+        was_pending = Signal()
+        m.d.sync += was_pending.eq(pending)
         m.d.comb += [back_idle.eq(back.ongoing("IDLE")),
-                     take.eq(back.ongoing("IDLE") & ready & ~pending & (fwd | (cap_free & ~mem_hazard))),
+                     take.eq(back.ongoing("IDLE") & ready & ~pending & ~was_pending
+                             & (fwd | (cap_free & ~mem_hazard))),
                      in_loader.start.eq(starting & ~forwarded), stacker.start.eq(starting & stack_b),
                      sched.push.eq(starting),
                      gen.start.eq(starting & ~dw_b), dwgen.start.eq(starting & dw_b), streamer.start.eq(starting)]
@@ -475,12 +499,13 @@ class Engine(wiring.Component):
                 with m.If(drain_end):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1), fwd_all.eq(1)]
                     m.next = "IDLE"
-        m.d.comb += [drain_idle.eq(drain.ongoing("IDLE") & ~pending),
+        m.d.comb += drain_idle.eq(drain.ongoing("IDLE") & ~pending)
+        m.d.sync += [
                      # (or its input, loaded from the buffer's byte 0, ends before the capture's place, and the
                      # capture does not wrap past the buffer's end to its start)
                      cap_free.eq(drain_idle | ~d_capturing | (drain.ongoing("RUN") & ~capture.busy)
-                                 | ((check.in_buf <= d_cap_base) & ~d_cap_wraps)),
-                     drain_end.eq(drain.ongoing("RUN") & written & ~packer.busy & writer.idle & ~capture.busy),
+                                 | ((check.in_buf <= d_cap_base) & ~d_cap_wraps))]
+        m.d.comb += [drain_end.eq(drain.ongoing("RUN") & written & ~packer.busy & writer.idle & ~capture.busy),
                      packer.start.eq(drain.ongoing("START")), capture.start.eq(drain.ongoing("START") & d_capturing),
                      writer.cmd.valid.eq(drain.ongoing("RUN") & ~written & ~d_keep)]
 
@@ -504,3 +529,12 @@ class Engine(wiring.Component):
         m.d.comb += [begin.eq(control.ongoing("IDLE") & self.go), fetch.go.eq(begin),
                      fetch.stop.eq(control.ongoing("STOP")), finish.eq(control.ongoing("STOP") & ~fetch.busy)]
         return m
+
+
+def _slice(m, name, source, sink):
+    """``source`` to ``sink`` (streams of one layout) through a two-entry FIFO: a register stage that keeps the full
+    rate, ``source``'s ready being the FIFO's level."""
+    width = len(source.payload.as_value())
+    m.submodules[name] = q = fifo.SyncFIFO(width=width, depth=2)
+    m.d.comb += [q.w_en.eq(source.valid), q.w_data.eq(source.payload.as_value()), source.ready.eq(q.w_rdy),
+                 sink.valid.eq(q.r_rdy), sink.payload.as_value().eq(q.r_data), q.r_en.eq(sink.ready)]
