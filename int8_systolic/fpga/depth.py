@@ -13,8 +13,7 @@ synth-depth``) runs ``make synth``'s Yosys flow (or reads a netlist it wrote), t
 - writes ``depth.json`` beside the netlist.
 
 Why: ``make synth-parts`` places each part of the engine alone, out of context, where a path from one of its ports
-is not timed; inside the engine those ports are other parts' logic, and the whole engine's worst paths (placed
-at 31.6 MHz while every part alone reached 99 MHz or more) ran through four to seven parts. Placing the whole
+is not timed; inside the engine those ports are other parts' logic (docs/engine.md, Synthesis). Placing the whole
 engine takes half an hour; this takes seconds. The figures are a ranking, not a sign-off: the constants are
 nextpnr's ECP5 speed grade 6 delays for a LUT and a carry, and a typical local route, so an estimate runs a
 little above what nextpnr reports for the same path placed well and far below it placed across the die.
@@ -26,7 +25,7 @@ import math
 import pathlib
 import re
 import sys
-from collections import Counter, defaultdict
+from collections import Counter
 
 __all__ = ["CARRY_NS", "FANOUT_NS", "LUT_NS", "ROUTE_NS", "analyse", "format_report"]
 
@@ -169,32 +168,30 @@ def format_report(paths, target_mhz, *, show=30):
     buckets = Counter(int(p[0] // 2) * 2 for p in paths if p[0] > period)
     for b in sorted(buckets, reverse=True):
         lines.append(f"| {b}-{b + 2} | {buckets[b]} |")
-    chains = {}
-    for ns, _, parts in over:
-        key = " <- ".join(parts)
-        if key not in chains:
-            chains[key] = [ns, 0]
-        chains[key][1] += 1
+    chains = _chains(over)
     lines += ["", f"Worst chains (parts crossed, endpoint first; the {show} worst of {len(chains)}):", "",
               "| worst ns | endpoints | parts |", "|---:|---:|---|"]
-    for key, (ns, n) in sorted(chains.items(), key=lambda kv: -kv[1][0])[:show]:
+    for key, (ns, n) in chains[:show]:
         lines.append(f"| {ns:.1f} | {n} | {key} |")
     return "\n".join(lines)
 
 
+def _chains(over):
+    """The chains of parts of the paths ``over`` (worst first): ``[(parts, [worst ns, endpoints])]``, worst first."""
+    chains = {}
+    for ns, _, parts in over:
+        c = chains.setdefault(" <- ".join(parts), [ns, 0])
+        c[1] += 1
+    return sorted(chains.items(), key=lambda kv: -kv[1][0])
+
+
 def _summary(paths, target_mhz, show):
     period = 1000.0 / target_mhz
-    chains = defaultdict(lambda: [0.0, 0])
-    for ns, _, parts in paths:
-        if ns <= period:
-            break
-        c = chains[" <- ".join(parts)]
-        c[0], c[1] = max(c[0], ns), c[1] + 1
-    return {"target_mhz": target_mhz, "endpoints": len(paths), "over": sum(1 for p in paths if p[0] > period),
+    over = [p for p in paths if p[0] > period]
+    return {"target_mhz": target_mhz, "endpoints": len(paths), "over": len(over),
             "worst_ns": paths[0][0] if paths else None,
             "worst": [{"ns": round(ns, 2), "endpoint": end, "parts": parts} for ns, end, parts in paths[:show]],
-            "chains": [{"ns": round(v[0], 2), "endpoints": v[1], "parts": k}
-                       for k, v in sorted(chains.items(), key=lambda kv: -kv[1][0])]}
+            "chains": [{"ns": round(ns, 2), "endpoints": n, "parts": k} for k, (ns, n) in _chains(over)]}
 
 
 def main(argv=None):
