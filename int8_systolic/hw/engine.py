@@ -190,18 +190,21 @@ class Engine(wiring.Component):
                                                    "m_axi_bvalid") else port.eq(inner)
         # every address is checked against its window before it is issued (the fetcher, the layer check); the
         # writer checks the read-write window again, the reader the span of both windows
-        m.d.comb += [reader.win_base.eq(Mux(self.ro_base < self.rw_base, self.ro_base, self.rw_base)),
-                     reader.win_limit.eq(Mux(self.ro_limit > self.rw_limit, self.ro_limit, self.rw_limit)),
-                     writer.win_base.eq(self.rw_base), writer.win_limit.eq(self.rw_limit),
+        # (the reader's span a register: the windows are set before GO, and a comparison less is on its command's
+        # check)
+        m.d.sync += [reader.win_base.eq(Mux(self.ro_base < self.rw_base, self.ro_base, self.rw_base)),
+                     reader.win_limit.eq(Mux(self.ro_limit > self.rw_limit, self.ro_limit, self.rw_limit))]
+        m.d.comb += [writer.win_base.eq(self.rw_base), writer.win_limit.eq(self.rw_limit),
                      self.bytes_read.eq(reader.bytes_read), self.bytes_written.eq(writer.bytes_written)]
 
         # --- the read port's clients: commands, tables, input, weights ---
-        # (through a two-entry FIFO each way, whose ready is its level, a register: no path runs from a client's
-        # state through the arbiter into the reader's, or back)
+        # (each client's commands through a two-entry FIFO into the arbiter, and the arbiter's into the reader; the
+        # beats too from the reader to the arbiter: a FIFO's ready is its level, a register, so no path runs from a
+        # client's state through the arbiter into the reader's or another client's, or back)
         _slice(m, "rd_cmd_slice", arbiter.cmd, reader.cmd)
         _slice(m, "rd_data_slice", reader.data, arbiter.data)
         for c, client in enumerate((fetch, tables, in_loader, w_loader)):
-            wiring.connect(m, client.rd_cmd, getattr(arbiter, f"cmd{c}"))
+            _slice(m, f"rd_cmd_slice{c}", client.rd_cmd, getattr(arbiter, f"cmd{c}"))
             wiring.connect(m, getattr(arbiter, f"data{c}"), client.rd_data)
         m.d.comb += [w_buf.w_en.eq(w_loader.w_en), w_buf.w_addr.eq(w_loader.w_addr), w_buf.w_data.eq(w_loader.w_data),
                      w_buf.w_strb.eq(w_loader.w_strb)]
@@ -209,11 +212,13 @@ class Engine(wiring.Component):
         # loader's or the stacker's wait (a row-stacked layer's loader gives its beats to the stacker)
         stack_b = Signal()            # the back's layer is row-stacked
         cap_w = capture.w_en
-        m.d.comb += [in_buf.w_en.eq(cap_w | stacker.w_en | (in_loader.w_en & ~stack_b)),
+        # (the write chosen is registered on its way to the buffer, a cycle later: the generators see the writers'
+        # `filled` through in_avail, a register too, so a byte is in the buffer before a read of it is asked for)
+        m.d.sync += [in_buf.w_en.eq(cap_w | stacker.w_en | (in_loader.w_en & ~stack_b)),
                      in_buf.w_addr.eq(Mux(cap_w, capture.w_addr, Mux(stack_b, stacker.w_addr, in_loader.w_addr))),
                      in_buf.w_data.eq(Mux(cap_w, capture.w_data, Mux(stack_b, stacker.w_data, in_loader.w_data))),
-                     in_buf.w_strb.eq(Mux(cap_w, capture.w_strb, Mux(stack_b, stacker.w_strb, in_loader.w_strb))),
-                     in_loader.hold.eq(cap_w | (stack_b & ~stacker.i_ready)), stacker.hold.eq(cap_w),
+                     in_buf.w_strb.eq(Mux(cap_w, capture.w_strb, Mux(stack_b, stacker.w_strb, in_loader.w_strb)))]
+        m.d.comb += [in_loader.hold.eq(cap_w | (stack_b & ~stacker.i_ready)), stacker.hold.eq(cap_w),
                      stacker.i_valid.eq(in_loader.w_en & stack_b), stacker.i_data.eq(in_loader.w_data),
                      in_loader.throttled.eq(stack_b), in_loader.room.eq(stacker.room)]
         for reader_of, buf in ((gen, in_buf), (streamer, w_buf)):
