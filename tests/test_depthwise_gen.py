@@ -164,6 +164,16 @@ def test_cycles(shape, stride, padding, mult, per_step):
         assert sum(want) > 1.8 * len(want)
 
 
+def test_a_slow_consumer_fills_the_output_queue_and_loses_no_step():
+    """o ready a cycle in four on a layer of one-cycle steps: the serve stage stops at the output queue's last free
+    place (its credit), so every step arrives, in order."""
+    rng = random.Random(3)
+    x = np.random.default_rng(4).integers(-128, 128, (1, 6, 11, 16)).astype(np.int8)
+    g = Geometry.of(x.shape, (3, 3), (1, 1), (1, 1), "SAME")
+    out = run(g, x, 1, 5, 8, 8, 8, 8, rng, p_out=0.25)
+    check_steps(out["steps"], g, x, 1, 5, 8, 8, "SAME")
+
+
 def test_pitch():
     assert [input_pitch(c, 8, 8) for c in (64, 24, 17, 16)] == [72, 24, 17, 24]
     assert [input_pitch(c, 4, 16) for c in (16, 8)] == [20, 8]       # a beat never straddles two pixels

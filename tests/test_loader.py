@@ -39,6 +39,7 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pair
             writes, done_at = [], None
             all_beats = list(beats)
             buf, written = bytearray(1 << 12), set()
+            last_w_filled = None
             for t in range(2000):
                 ctx.set(dut.rd_cmd.ready, rng.random() < 0.5)
                 offer = owed > 0 and rng.random() < 0.7
@@ -66,6 +67,9 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pair
                         if w_strb >> j & 1:
                             buf[(w_addr + j) % (1 << 12)] = w_data >> 8 * j & 0xFF
                             written.add(w_addr + j)
+                    # and below `w_filled` once this write is in
+                    last_w_filled = ctx.get(dut.w_filled)
+                    assert all(a in written for a in range(last_w_filled) if not pitch or a % pitch < pixel)
                 if ctx.get(dut.done):
                     assert done_at is None
                     done_at = t
@@ -77,6 +81,7 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pair
             assert not ctx.get(dut.busy)
             assert ctx.get(dut.loaded) == length
             assert ctx.get(dut.filled) == (length if not pitch else length // pixel * pitch)
+            assert last_w_filled == ctx.get(dut.filled)
             for n, beat in enumerate(all_beats):
                 place = n * nbytes if not pitch else n * nbytes // pixel * pitch + n * nbytes % pixel
                 got = int.from_bytes(bytes(buf[(place + j) % (1 << 12)] for j in range(nbytes)), "little")

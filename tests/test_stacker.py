@@ -82,6 +82,8 @@ def _run(g, data_width, *, seed, gaps):
                 assert ctx.get(dut.w_strb) == 1
                 assert (a - base) % (1 << ADDR_BITS) < total, f"a write outside the stacked input at {a:#x}"
                 assert a not in written, f"byte {a:#x} written twice"
+                assert done_at is None, "a write after done"
+                assert not ctx.get(dut.done), "a write in the cycle of done"
                 written[a] = ctx.get(dut.w_data) & 0xFF
             if offer and ctx.get(dut.i_ready):
                 beats.pop(0)

@@ -155,11 +155,14 @@ class DepthwiseWindows(wiring.Component):
         sched_credit = Signal(range(self._SCHED + 1))
         credit_ok = Signal()                        # sched_credit != 0, registered with it
         out_credit = Signal(range(self._QUEUE + 1))
+        out_ok = Signal()                           # out_credit != 0, registered with it
+        n_tiles_2 = Signal(17)                      # n_tiles - 2: nt + 2 == n_tiles is nt == n_tiles_2, no adder
         running = Signal()
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
                 m.d.sync += [step.eq(0), lane_q.eq(0), lane_r.eq(0), adv_a.eq(0), adv_b.eq(cols),
-                             sched_credit.eq(self._SCHED), out_credit.eq(self._QUEUE)]
+                             sched_credit.eq(self._SCHED), out_credit.eq(self._QUEUE), out_ok.eq(1),
+                             n_tiles_2.eq(g.n_tiles - 2)]
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
@@ -288,7 +291,7 @@ class DepthwiseWindows(wiring.Component):
             with m.If(issues[k] & kw_last & kh_last):
                 with m.If(~nt_last):
                     if k == 1:
-                        m.d.sync += [nt.eq(nt + 1), nt_last.eq(nt + 2 == g.n_tiles)]
+                        m.d.sync += [nt.eq(nt + 1), nt_last.eq(nt == n_tiles_2)]
                     for j in lanes:
                         carry = r[j] >= thr
                         m.d.sync += [q[j].eq(Mux(carry, q[j] + adv_a1, q[j] + adv_a)),
@@ -376,19 +379,21 @@ class DepthwiseWindows(wiring.Component):
         cur = Signal(entry, name="serving")
         s_v = Signal()
         rnd = Signal(range(rows))
-        s_last = Signal()
-        m.d.comb += s_last.eq(~cur.more.bit_select(rnd, 1))
-        m.d.comb += [pop.eq(sq.r_rdy & (out_credit != 0) & (~s_v | s_last)), sq.r_en.eq(pop)]
+        s_last = Signal()                           # round rnd is the step's last (a register, set with rnd)
+        m.d.comb += [pop.eq(sq.r_rdy & out_ok & (~s_v | s_last)), sq.r_en.eq(pop)]
         with m.If(pop):
-            m.d.sync += [cur.eq(sq.r_data), s_v.eq(1), rnd.eq(0)]
+            m.d.sync += [cur.eq(sq.r_data), s_v.eq(1), rnd.eq(0), s_last.eq(~entry(sq.r_data).more[0])]
         with m.Elif(s_v & s_last):
             m.d.sync += s_v.eq(0)
         with m.Elif(s_v):
-            m.d.sync += rnd.eq(rnd + 1)
+            m.d.sync += [rnd.eq(rnd + 1), s_last.eq(~cur.more.bit_select(rnd + 1, 1))]
         taken = Signal()
         m.d.comb += taken.eq(self.o.valid & self.o.ready)
         with m.If(~fsm.ongoing("IDLE")):
-            m.d.sync += [sched_credit.eq(next_credit), out_credit.eq(out_credit - pop + taken),
+            # (the credit's next value for both outcomes of the pop, from registers; the pop picks one last)
+            out_base = out_credit + taken
+            m.d.sync += [sched_credit.eq(next_credit), out_credit.eq(Mux(pop, out_base - 1, out_base)),
+                         out_ok.eq(Mux(pop, out_base != 1, out_base != 0)),
                          outstanding.eq(outstanding + issue - taken)]
         # S1: which half-read each bank serves this round
         hit1 = [s_v & (cur.rank1.word_select(i, rbits) == rnd) & ~cur.pad[i] for i in range(rows)]

@@ -67,6 +67,7 @@ from .stacker import Stacker
 from .table_loader import TableLoader
 from .weight_streamer import WeightStreamer
 from .window_gen import WindowGenerator
+from .write_queue import WriteQueue
 
 __all__ = ["ERRORS", "Engine", "input_buffer_shape"]
 
@@ -209,16 +210,22 @@ class Engine(wiring.Component):
         m.d.comb += [w_buf.w_en.eq(w_loader.w_en), w_buf.w_addr.eq(w_loader.w_addr), w_buf.w_data.eq(w_loader.w_data),
                      w_buf.w_strb.eq(w_loader.w_strb)]
         # the input buffer's write port: the capture's beats first (they come when the writer takes them), the
-        # loader's or the stacker's wait (a row-stacked layer's loader gives its beats to the stacker)
+        # loader's or the stacker's wait (a row-stacked layer's loader gives its beats to the stacker). The loader's
+        # and the stacker's writes wait in two-entry queues (hw.write_queue), so the capture's write enable drives
+        # the queues alone, not the loader's or the stacker's state; each waits only on its queue's level.
         stack_b = Signal()            # the back's layer is row-stacked
         cap_w = capture.w_en
+        m.submodules.in_writes = in_q = WriteQueue(addr_width=in_bits, width=self.in_width)
+        m.d.comb += [in_q.i_en.eq(in_loader.w_en & ~stack_b), in_q.i_addr.eq(in_loader.w_addr),
+                     in_q.i_data.eq(in_loader.w_data), in_q.i_strb.eq(in_loader.w_strb),
+                     in_q.i_filled.eq(in_loader.w_filled), in_q.hold.eq(cap_w), in_q.clear.eq(in_loader.start)]
         # (the write chosen is registered on its way to the buffer, a cycle later: the generators see the writers'
         # `filled` through in_avail, a register too, so a byte is in the buffer before a read of it is asked for)
-        m.d.sync += [in_buf.w_en.eq(cap_w | stacker.w_en | (in_loader.w_en & ~stack_b)),
-                     in_buf.w_addr.eq(Mux(cap_w, capture.w_addr, Mux(stack_b, stacker.w_addr, in_loader.w_addr))),
-                     in_buf.w_data.eq(Mux(cap_w, capture.w_data, Mux(stack_b, stacker.w_data, in_loader.w_data))),
-                     in_buf.w_strb.eq(Mux(cap_w, capture.w_strb, Mux(stack_b, stacker.w_strb, in_loader.w_strb)))]
-        m.d.comb += [in_loader.hold.eq(cap_w | (stack_b & ~stacker.i_ready)), stacker.hold.eq(cap_w),
+        m.d.sync += [in_buf.w_en.eq(cap_w | stacker.w_en | in_q.w_en),
+                     in_buf.w_addr.eq(Mux(cap_w, capture.w_addr, Mux(stack_b, stacker.w_addr, in_q.w_addr))),
+                     in_buf.w_data.eq(Mux(cap_w, capture.w_data, Mux(stack_b, stacker.w_data, in_q.w_data))),
+                     in_buf.w_strb.eq(Mux(cap_w, capture.w_strb, Mux(stack_b, stacker.w_strb, in_q.w_strb)))]
+        m.d.comb += [in_loader.hold.eq(Mux(stack_b, ~stacker.i_ready, ~in_q.ready)), stacker.hold.eq(cap_w),
                      stacker.i_valid.eq(in_loader.w_en & stack_b), stacker.i_data.eq(in_loader.w_data),
                      in_loader.throttled.eq(stack_b), in_loader.room.eq(stacker.room)]
         for reader_of, buf in ((gen, in_buf), (streamer, w_buf)):
@@ -302,7 +309,7 @@ class Engine(wiring.Component):
                      capture.length.eq(d_out_len), capture.base.eq(d_cap_base),
                      capture.pixel.eq(d_out_c), capture.pitch.eq(out_pitch_d),
                      in_avail_now.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled),
-                                         Mux(stack_b, stacker.filled, in_loader.filled))),
+                                         Mux(stack_b, stacker.filled, in_q.filled))),
                      gen.base.eq(in_base), dwgen.base.eq(in_base), stacker.base.eq(in_base)]
         back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
         # the back's weights in the buffer, a cycle old (as in_avail: they only grow while the layer runs, and the
@@ -380,6 +387,17 @@ class Engine(wiring.Component):
         # result rows out of the core, so its table rows are free
         tables_free = Signal()
         m.d.comb += tables_free.eq(sched.queued + sched.in_flight <= ~back_idle)
+        # The placement's decision and its rows are registers, computed every cycle and used only after a cycle in
+        # PLACE: the sums and comparisons are not on the path of the front's state and loads. In PLACE a cycle-old
+        # value is safe: the back can only become idle there (it takes a command only from READY), the tables and
+        # weights loaders only end, and the core's GEMMs only complete, so the decision is at worst a cycle late,
+        # and its rows are computed from the same values as the decision.
+        place_ok, placed = Signal(), Signal()
+        tb_place, wb_place = Signal.like(tb_f), Signal.like(wb_f)
+        m.d.sync += [place_ok.eq(~tables.busy & ~w_loader.busy & tables_free
+                                 & (back_idle | ((after | before) & w_fits))),
+                     tb_place.eq(Mux(back_idle | ~after, 0, tb_b + vals["n_tiles"])),
+                     wb_place.eq(Mux(back_idle, 0, wb_b + vals["w_len"]))]
         with m.FSM(name="front") as front:
             with m.State("IDLE"), m.If(begin):
                 m.next = "FETCH"
@@ -408,9 +426,8 @@ class Engine(wiring.Component):
                 # its table rows and weights beside the running layer's, or wait for that layer to end
                 with m.If(halt):
                     m.next = "END"
-                with m.Elif(~tables.busy & ~w_loader.busy & tables_free & (back_idle | ((after | before) & w_fits))):
-                    m.d.sync += [tb_f.eq(Mux(back_idle | ~after, 0, tb_b + vals["n_tiles"])),
-                                 wb_f.eq(Mux(back_idle, 0, wb_b + vals["w_len"]))]
+                with m.Elif(placed & place_ok):
+                    m.d.sync += [tb_f.eq(tb_place), wb_f.eq(wb_place)]
                     m.next = "TABLE_START"
             with m.State("TABLE_START"):
                 # the table's read first, then the weights' (the command is ready once the table is in)
@@ -427,6 +444,7 @@ class Engine(wiring.Component):
             with m.State("END"), m.If(finish):
                 m.next = "IDLE"
         front_end = front.ongoing("END")
+        m.d.sync += placed.eq(front.ongoing("PLACE"))
         # (the FSMs' outputs are expressions of their states, never values set inside a state: Icarus does not run
         # the always block such a value becomes while the state keeps its initial value, and leaves it X)
         m.d.comb += [fetch.desc.ready.eq(front.ongoing("FETCH") & ~halt), check.start.eq(front.ongoing("CHECK_START")),
@@ -451,8 +469,9 @@ class Engine(wiring.Component):
         mem_hazard = Signal()
         m.d.sync += mem_hazard.eq(~drain_idle & (cmd_f.input_addr < d_out_end) & (d_out_addr < in_end_f))
         steps_done = Signal()
+        # (the input's last writes in the buffer too: a layer that reads only part of its input may end first)
         m.d.comb += steps_done.eq(~gen.busy & ~dwgen.busy & ~streamer.busy & ~in_loader.busy & ~stacker.busy
-                                  & ~back_w_loading)
+                                  & ~in_q.w_en & ~back_w_loading)
         with m.FSM(name="back") as back:
             # (a layer that does not read the captured output waits for the capture to end: its input's load
             # would share the input buffer with it)

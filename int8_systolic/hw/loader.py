@@ -12,10 +12,11 @@ tensor. With ``pixel`` (bytes) and a larger ``pitch``, a depthwise layer's input
 goes to ``base + p * pitch + i`` (:func:`hw.depthwise_gen.input_pitch`; ``pixel`` is then whole beats); with
 ``pitch == pixel`` (0 and 0 too) the copy is linear. ``loaded`` counts the bytes written so far, ``filled``
 the buffer's bytes from ``base`` below which every byte is written (``loaded`` for a linear copy; the
-engine starts computing on the first bytes and its readers wait for the bytes they need). While ``hold``
-is high the loader takes no beat (another writer has the buffer's port). With ``throttle`` (the engine's input
-loader, feeding the slower :class:`hw.stacker.Stacker` when ``throttled``), a command is asked for only when
-it and the bytes asked but not yet written fit ``room``, so that no beat of it waits in the read port.
+engine starts computing on the first bytes and its readers wait for the bytes they need), ``w_filled`` what
+``filled`` will be once this cycle's write is in (for a :class:`hw.write_queue.WriteQueue` that carries it).
+While ``hold`` is high the loader takes no beat (another writer has the buffer's port). With ``throttle`` (the
+engine's input loader, feeding the slower :class:`hw.stacker.Stacker` when ``throttled``), a command is asked for
+only when it and the bytes asked but not yet written fit ``room``, so that no beat of it waits in the read port.
 ``done`` pulses after the last beat is written; ``busy`` is high from the cycle after ``start`` to then. The copy
 runs at the port's rate: the buffer takes a beat every cycle.
 
@@ -55,7 +56,7 @@ class Loader(wiring.Component):
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
-            "busy": Out(1), "done": Out(1), "loaded": Out(25), "filled": Out(25), "hold": In(1),
+            "busy": Out(1), "done": Out(1), "loaded": Out(25), "filled": Out(25), "w_filled": Out(25), "hold": In(1),
         })
 
     def elaborate(self, platform):
@@ -150,14 +151,18 @@ class Loader(wiring.Component):
                          self.w_strb.eq((1 << nbytes) - 1), self.filled.eq(filled)]
             with m.If(self.w_en):
                 m.d.sync += self.loaded.eq(self.loaded + nbytes)
+        # filled after the beat taken; a write without one is a waiting beat's, already counted
+        filled_next = Signal(25)
+        m.d.comb += [filled_next.eq(Mux(pixel_end, pix_start + pitch, filled + nbytes)),
+                     self.w_filled.eq(Mux(accept, filled_next, filled))]
         with m.If(accept):
-            m.d.sync += unwritten.eq(unwritten - nbytes)
+            m.d.sync += [unwritten.eq(unwritten - nbytes), filled.eq(filled_next)]
             with m.If(pixel_end):
                 # the pixel's last beat: the next pixel starts a pitch on
                 m.d.sync += [pix_left.eq(pixel), pix_addr.eq(pix_addr + pitch), w_ptr.eq(pix_addr + pitch),
-                             pix_start.eq(pix_start + pitch), filled.eq(pix_start + pitch)]
+                             pix_start.eq(pix_start + pitch)]
             with m.Else():
-                m.d.sync += [pix_left.eq(pix_left - nbytes), w_ptr.eq(w_ptr + nbytes), filled.eq(filled + nbytes)]
+                m.d.sync += [pix_left.eq(pix_left - nbytes), w_ptr.eq(w_ptr + nbytes)]
             with m.If(final):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
         return m

@@ -106,10 +106,11 @@ class WindowGenerator(wiring.Component):
         # --- the layer's constants, one product a cycle ---
         step = Signal(range(self.SETUP + 1))
         const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step, dsp=self.dsp)
+        # (registers, set in the set-up: nothing of the geometry is compared on the walk's paths)
         run_len = Signal(32)      # bytes of a run: kernel_w pixels' channels if they are contiguous, else one's
         contiguous = Signal()
-        m.d.comb += [contiguous.eq((g.dilation_w == 1) & (g.pitch == g.in_c)),
-                     run_len.eq(Mux(contiguous, const["kw_c"], g.in_c))]
+        run_len_now = Signal(32)
+        m.d.comb += run_len_now.eq(Mux(contiguous, const["kw_c"], g.in_c))
 
         # --- the pixel walker: the next output pixel's position, in the first block of each row tile ---
         p = Signal(32)            # the pixel's index
@@ -134,6 +135,15 @@ class WindowGenerator(wiring.Component):
         nt = Signal(16)
         first = Signal()          # the row tile's first block: the walker gives the pixels
         tile_p = Signal(32)       # the row tile's first pixel
+        # The counters' tests are registers, each set where its counter changes, from registers only, so a decision
+        # of the walk is a few LUTs from flip-flops: ox == out_w - 1, oy == out_h - 1, kh == kernel_h - 1,
+        # kw == kernel_w - 1, nt == n_tiles - 1, the chunk is its run's last (off + width >= run_len), the row tile
+        # is the layer's last (tile_p + rows >= pixels); and the same at a counter's 0 (or a run's first chunk),
+        # set in the set-up.
+        last_ox, last_oy, last_kh, last_kw, last_nt, last_chunk, last_tile = (Signal(name=f"last_{n}") for n in (
+            "ox", "oy", "kh", "kw", "nt", "chunk", "tile"))
+        one_ox, one_oy, one_kh, one_kw, one_nt, one_chunk = (Signal(name=f"one_{n}") for n in (
+            "ox", "oy", "kh", "kw", "nt", "chunk"))
 
         # The reads are generated a cycle each into the read queue (`reads`), through registered stages that each
         # hold one adder; a read leaves the queue once its bytes are loaded and the step queue behind it has room.
@@ -152,54 +162,62 @@ class WindowGenerator(wiring.Component):
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
                 m.d.sync += [step.eq(0), gen_credit.eq(reads_depth), gen_ok.eq(1), step_credit.eq(self._QUEUE),
-                             step_ok.eq(1)]
+                             step_ok.eq(1), contiguous.eq((g.dilation_w == 1) & (g.pitch == g.in_c)),
+                             one_ox.eq(g.out_w == 1), one_oy.eq(g.out_h == 1), one_kh.eq(g.kernel_h == 1),
+                             one_kw.eq(g.kernel_w == 1), one_nt.eq(g.n_tiles == 1)]
                 m.next = "SETUP"
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
                 latch_products(m, self.PRODUCTS, const, product, step)
                 with m.If(step == self.SETUP - 1):
                     m.d.sync += [*walker_reset(), running.eq(1), i.eq(0), off.eq(0), kh.eq(0), kw.eq(0),
-                                 kh_rows.eq(0), kh_wc.eq(0), kw_c.eq(0), nt.eq(0), first.eq(1), tile_p.eq(0)]
+                                 kh_rows.eq(0), kh_wc.eq(0), kw_c.eq(0), nt.eq(0), first.eq(1), tile_p.eq(0),
+                                 run_len.eq(run_len_now), one_chunk.eq(run_len_now <= width),
+                                 last_chunk.eq(run_len_now <= width), last_ox.eq(one_ox), last_oy.eq(one_oy),
+                                 last_kh.eq(one_kh), last_kw.eq(one_kw), last_nt.eq(one_nt),
+                                 last_tile.eq(const["pixels"] <= rows)]
                     m.next = "RUN"
             with m.State("RUN"), m.If(~running & (in_flight == 0) & ~queue.r_rdy):
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
 
-        last_chunk = Signal()
-        m.d.comb += last_chunk.eq(off + width >= run_len)
         last_run = Signal()
-        m.d.comb += last_run.eq((kh == g.kernel_h - 1) & (contiguous | (kw == g.kernel_w - 1)))
+        m.d.comb += last_run.eq(last_kh & (contiguous | last_kw))
         with m.If(adv):
             with m.If(first):
                 m.d.sync += p.eq(p + 1)
-                with m.If(ox == g.out_w - 1):
-                    m.d.sync += [ox.eq(0), xc.eq(-const["pl_c"])]
-                    with m.If(oy == g.out_h - 1):
+                with m.If(last_ox):
+                    m.d.sync += [ox.eq(0), xc.eq(-const["pl_c"]), last_ox.eq(one_ox)]
+                    with m.If(last_oy):
                         m.d.sync += [oy.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_wc"]),
-                                     bterm.eq(bterm + const["hwc"])]
+                                     bterm.eq(bterm + const["hwc"]), last_oy.eq(one_oy)]
                     with m.Else():
-                        m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_wc"])]
+                        m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_wc"]),
+                                     last_oy.eq(oy + 2 == g.out_h)]
                 with m.Else():
-                    m.d.sync += [ox.eq(ox + 1), xc.eq(xc + const["sw_c"])]
+                    m.d.sync += [ox.eq(ox + 1), xc.eq(xc + const["sw_c"]), last_ox.eq(ox + 2 == g.out_w)]
             with m.If(i == rows - 1):
                 m.d.sync += [i.eq(0), first.eq(0)]
                 with m.If(last_chunk):
-                    m.d.sync += off.eq(0)
-                    with m.If(~last_run & ~contiguous & (kw != g.kernel_w - 1)):
-                        m.d.sync += [kw.eq(kw + 1), kw_c.eq(kw_c + const["dw_c"])]
+                    m.d.sync += [off.eq(0), last_chunk.eq(one_chunk)]
+                    with m.If(~last_run & ~contiguous & ~last_kw):
+                        m.d.sync += [kw.eq(kw + 1), kw_c.eq(kw_c + const["dw_c"]), last_kw.eq(kw + 2 == g.kernel_w)]
                     with m.Elif(~last_run):
                         m.d.sync += [kw.eq(0), kw_c.eq(0), kh.eq(kh + 1), kh_rows.eq(kh_rows + g.dilation_h),
-                                     kh_wc.eq(kh_wc + const["dh_wc"])]
+                                     kh_wc.eq(kh_wc + const["dh_wc"]), last_kw.eq(one_kw),
+                                     last_kh.eq(kh + 2 == g.kernel_h)]
                     with m.Else():
-                        m.d.sync += [kw.eq(0), kw_c.eq(0), kh.eq(0), kh_rows.eq(0), kh_wc.eq(0)]
-                        with m.If(nt != g.n_tiles - 1):
-                            m.d.sync += nt.eq(nt + 1)
+                        m.d.sync += [kw.eq(0), kw_c.eq(0), kh.eq(0), kh_rows.eq(0), kh_wc.eq(0), last_kw.eq(one_kw),
+                                     last_kh.eq(one_kh)]
+                        with m.If(~last_nt):
+                            m.d.sync += [nt.eq(nt + 1), last_nt.eq(nt + 2 == g.n_tiles)]
                         with m.Else():
-                            m.d.sync += [nt.eq(0), tile_p.eq(tile_p + rows), first.eq(1)]
-                            with m.If(tile_p + rows >= const["pixels"]):
+                            m.d.sync += [nt.eq(0), tile_p.eq(tile_p + rows), first.eq(1), last_nt.eq(one_nt),
+                                         last_tile.eq(tile_p + 2 * rows >= const["pixels"])]
+                            with m.If(last_tile):
                                 m.d.sync += running.eq(0)
                 with m.Else():
-                    m.d.sync += off.eq(off + width)
+                    m.d.sync += [off.eq(off + width), last_chunk.eq(off + 2 * width >= run_len)]
             with m.Else():
                 m.d.sync += i.eq(i + 1)
 
