@@ -160,6 +160,31 @@ def test_full_rate_hides_the_latency(latency, max_outstanding):
         assert res["max_in_flight"] >= 2
 
 
+
+def test_arvalid_rises_five_cycles_after_the_command():
+    """The module docstring's latency: the command checked in two registered stages, then split."""
+    dut = AxiReader(64)
+    seen = {}
+
+    async def bench(ctx):
+        ctx.set(dut.win_base, 0)
+        ctx.set(dut.win_limit, MEMORY)
+        ctx.set(dut.cmd.payload, {"addr": 0x100, "length": 64})
+        ctx.set(dut.cmd.valid, 1)
+        for t in range(12):
+            taken = ctx.get(dut.cmd.valid) and ctx.get(dut.cmd.ready)
+            if taken:
+                seen.setdefault("taken", t)
+            if ctx.get(dut.m_axi_arvalid):
+                seen.setdefault("ar", t)
+            await ctx.tick()
+            if taken:
+                ctx.set(dut.cmd.valid, 0)
+
+    simulate(dut, bench)
+    assert seen["ar"] - seen["taken"] == 5
+
+
 def test_parameters_refused():
     with pytest.raises(ValueError, match="data_width must be 32, 64 or 128"):
         AxiReader(48)

@@ -85,7 +85,7 @@ def test_full_rate():
     out, want, when = run(8, 8, 10, 2, 3, 1.0, random.Random(1))
     assert out == want
     assert when == list(range(when[0], when[0] + 60))
-    assert when[0] == ByteBuffer.LATENCY + 1      # the first read, then the queue
+    assert when[0] == ByteBuffer.LATENCY + 2      # avail tested, the first read, then the queue
 
 
 def test_parameters_refused():

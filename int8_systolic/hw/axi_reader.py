@@ -22,7 +22,7 @@ Contract:
 
 AXI: ARID 0, ARSIZE the bus width, ARBURST INCR, ARCACHE 0b0011 (normal, non-cacheable,
 bufferable), ARPROT 0; the AR payload is held stable while ARVALID waits for ARREADY.
-Latency: the first AR leaves 2 cycles after a command is taken; a beat leaves on ``data`` the
+Latency: ARVALID rises 5 cycles after a command is taken (two of them checking it); a beat leaves on ``data`` the
 cycle after it is taken from the bus (the buffer's first word falls through).
 """
 
@@ -78,15 +78,28 @@ def command_error(m, cmd, win_base, win_limit, nbytes, *, whole_beats):
 
 
 def take_command(m, master, active, *, whole_beats):
-    """Take ``master.cmd`` when the master is not ``active``; a bad command (:func:`command_error`) pulses
-    ``master.error`` with its reason. Returns the signal that is high when a good command is taken."""
-    error = command_error(m, master.cmd.payload, master.win_base, master.win_limit, master.bytes,
-                          whole_beats=whole_beats)
-    taken, good = Signal(), Signal()
-    m.d.comb += [master.cmd.ready.eq(~active), taken.eq(master.cmd.valid & master.cmd.ready),
-                 good.eq(taken & (error == 0))]
-    m.d.sync += master.error.eq(Mux(taken, error, 0))
-    return good
+    """Take ``master.cmd`` into a register, check it there (:func:`command_error`, registered beside a copy of it), and
+    hand a good one over when the master is not ``active``; a bad one pulses ``master.error`` with its reason and is
+    dropped. Two registered stages, so that neither the sums and comparisons of the check nor the stream's handshake
+    are on the path of the master's loads; the next command is checked while one is split. Returns ``(good, cmd,
+    pending)``: ``good`` is high in the cycle a good command is handed over, ``cmd`` is that command (registers), and
+    ``pending`` says a command is in either stage (the master is not idle)."""
+    layout = master.cmd.payload.shape()
+    a_v, b_v = Signal(), Signal()
+    a, b = Signal(layout), Signal(layout)
+    b_err = Signal(len(ERRORS))
+    error = command_error(m, a, master.win_base, master.win_limit, master.bytes, whole_beats=whole_beats)
+    good, bad, pending = Signal(), Signal(), Signal()
+    m.d.comb += [master.cmd.ready.eq(~a_v), good.eq(b_v & ~active & (b_err == 0)), bad.eq(b_v & (b_err != 0)),
+                 pending.eq(a_v | b_v)]
+    with m.If(master.cmd.valid & ~a_v):
+        m.d.sync += [a_v.eq(1), a.eq(master.cmd.payload)]
+    with m.If(a_v & ~b_v):
+        m.d.sync += [a_v.eq(0), b_v.eq(1), b.eq(a), b_err.eq(error)]
+    with m.If(good | bad):
+        m.d.sync += b_v.eq(0)
+    m.d.sync += master.error.eq(Mux(bad, b_err, 0))
+    return good, b, pending
 
 
 def burst_beats(m, addr, beats_left, max_burst, size_log2):
@@ -144,12 +157,12 @@ class AxiReader(wiring.Component):
         addr = Signal(32)
         beats_left = Signal(beat_width)
 
-        # commands are checked in the cycle they are taken; a bad one only raises `error`
+        # commands are checked in registers before they are split; a bad one only raises `error`
         took = Signal()
-        m.d.comb += took.eq(take_command(m, self, active, whole_beats=True))
+        good, cmd, pending = take_command(m, self, active, whole_beats=True)
+        m.d.comb += took.eq(good)
         with m.If(took):
-            m.d.sync += [active.eq(1), addr.eq(self.cmd.payload.addr),
-                         beats_left.eq(self.cmd.payload.length >> size_log2)]
+            m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(cmd.length >> size_log2)]
 
         # --- the beat buffer: every beat of every burst in flight has a place reserved ---
         buf = m.submodules.buffer = fifo.SyncFIFOBuffered(width=self.data_width + 1, depth=self.buffer_beats)
@@ -201,5 +214,5 @@ class AxiReader(wiring.Component):
         out_taken = Signal()
         m.d.comb += out_taken.eq(self.data.valid & self.data.ready)
         m.d.sync += reserved.eq(reserved + Mux(issue, burst, 0) - out_taken)
-        m.d.comb += self.idle.eq(~active & ~lasts.r_rdy & (reserved == 0) & ~arvalid)
+        m.d.comb += self.idle.eq(~pending & ~active & ~lasts.r_rdy & (reserved == 0) & ~arvalid)
         return m

@@ -75,11 +75,11 @@ class AxiWriter(wiring.Component):
         beats_left = Signal(beat_width)       # beats of the command not yet given a burst
         accept_left = Signal(beat_width)      # beats of the command not yet taken from `data`
 
-        cmd = self.cmd.payload
+        took = Signal()
+        good, cmd, pending = take_command(m, self, active, whole_beats=False)
+        m.d.comb += took.eq(good)
         n_beats = Signal(beat_width)
         m.d.comb += n_beats.eq((cmd.length + self.bytes - 1) >> size_log2)
-        took = Signal()
-        m.d.comb += took.eq(take_command(m, self, active, whole_beats=False))
         with m.If(took):
             m.d.sync += [active.eq(1), addr.eq(cmd.addr), beats_left.eq(n_beats), accept_left.eq(n_beats)]
 
@@ -149,5 +149,5 @@ class AxiWriter(wiring.Component):
         b_taken = Signal()
         m.d.comb += b_taken.eq(self.m_axi_bvalid)
         m.d.sync += [responses.eq(responses + issue - b_taken), self.bresp_error.eq(b_taken & (self.m_axi_bresp != 0))]
-        m.d.comb += self.idle.eq(~active & (responses == 0) & ~buf.r_rdy & ~awvalid)
+        m.d.comb += self.idle.eq(~pending & ~active & (responses == 0) & ~buf.r_rdy & ~awvalid)
         return m

@@ -8,7 +8,9 @@ on ``o``, the ``n_tiles * k`` words in order (``k`` a column tile), once per row
 times): the weights of the core's steps, row tile outer, column tile inner, k innermost. ``busy`` is high from the cycle
 after ``start`` until the last word is taken. One word a cycle: reads are issued while the queue
 behind the buffer's latency has room for them, and once the word is loaded: ``avail`` is how many
-bytes of the weights are in the buffer (they may still be loading).
+bytes of the weights are in the buffer (they may still be loading; it only grows from the cycle after ``start``
+until ``busy`` falls). At full rate the first word is offered ``ByteBuffer.LATENCY + 2`` cycles after the cycle of
+``start``.
 """
 
 from amaranth import Module, Mux, Signal
@@ -53,7 +55,11 @@ class WeightStreamer(wiring.Component):
         credit = Signal(range(self._QUEUE + 1))     # words issued and not yet taken from the queue, below its depth
         credit_ok = Signal()
         issue = Signal()
-        m.d.comb += issue.eq(running & (end <= self.avail) & credit_ok)
+        # `fits`: the word's bytes are in (end <= avail), a register computed a cycle ahead for both outcomes of the
+        # issue, so that no comparison is on the issue's path. avail only grows during a layer, so a cycle-old test
+        # only delays an issue; none is made in the cycle after start, when avail may still be the last layer's.
+        fits = Signal()
+        m.d.comb += issue.eq(running & fits & credit_ok)
         restart = [addr.eq(0), end.eq(cols), r_addr.eq(self.base)]
         # the countdowns' zero tests, registered with them
         k_last, nt_last, tile_last = Signal(), Signal(), Signal()
@@ -61,8 +67,11 @@ class WeightStreamer(wiring.Component):
             m.d.sync += [running.eq((self.k != 0) & (self.n_tiles != 0) & (self.m_tiles != 0)),
                          k_left.eq(self.k - 1), nt.eq(self.n_tiles - 1), tile.eq(self.m_tiles - 1), *restart,
                          k_last.eq(self.k == 1), nt_last.eq(self.n_tiles == 1), tile_last.eq(self.m_tiles == 1),
-                         credit.eq(self._QUEUE), credit_ok.eq(1)]
+                         credit.eq(self._QUEUE), credit_ok.eq(1), fits.eq(0)]
         with m.Else():
+            # (an issue that restarts the words for the next row tile: its first word was read in the first)
+            wraps = k_last & nt_last
+            m.d.sync += fits.eq(Mux(issue, wraps | (end + cols <= self.avail), end <= self.avail))
             # the credit's next value for both outcomes of the issue, from registers; the issue picks one last
             base = credit + (queue.r_en & queue.r_rdy)
             m.d.sync += [credit.eq(base - issue), credit_ok.eq(Mux(issue, base - 1 != 0, base != 0))]
