@@ -135,6 +135,7 @@ class DepthwiseWindows(wiring.Component):
         r0 = [Signal(16, name=f"r0_{j}") for j in range(cols)]
         adv_a, adv_a1, adv_b, thr = Signal(16), Signal(16), Signal(16), Signal(16)  # cols // m (+ 1), cols % m, m - b
         lane_q, lane_r = Signal(16), Signal(16)     # lane j's, during the set-up
+        mult_m1 = Signal(16)                        # depth_multiplier - 1 (lane_r's wrap, no adder on its test)
 
         # --- the pixel walker: the next row tile's pixels, one a cycle, while the current tile runs ---
         nxt_base = [Signal(aw, name=f"nxt_base{i}") for i in range(rows)]     # buffer address, less the tap's
@@ -162,6 +163,7 @@ class DepthwiseWindows(wiring.Component):
             with m.State("IDLE"), m.If(self.start):
                 m.d.sync += [step.eq(0), lane_q.eq(0), lane_r.eq(0), adv_a.eq(0), adv_b.eq(cols),
                              sched_credit.eq(self._SCHED), out_credit.eq(self._QUEUE), out_ok.eq(1),
+                             mult_m1.eq(mult - 1),
                              n_tiles_2.eq(g.n_tiles - 2)]
                 m.next = "SETUP"
             with m.State("SETUP"):
@@ -173,7 +175,7 @@ class DepthwiseWindows(wiring.Component):
                 for j in range(cols):
                     with m.If(step == j):
                         m.d.sync += [q0[j].eq(lane_q), r0[j].eq(lane_r)]
-                with m.If(lane_r + 1 == mult):
+                with m.If(lane_r == mult_m1):
                     m.d.sync += [lane_r.eq(0), lane_q.eq(lane_q + 1)]
                 with m.Else():
                     m.d.sync += lane_r.eq(lane_r + 1)

@@ -127,9 +127,10 @@ class LayerCheck(wiring.Component):
         in_pad_h, in_pad_w = Signal(17), Signal(17)
         ends = {name: Signal(34, name=f"end_{name}") for name in ("input", "output", "weights", "table")}
         shape, unsupported, too_big, misaligned, window = Signal(), Signal(), Signal(), Signal(), Signal()
+        # (each comparison registered on its own in ENDS, their ORs in FLAGS: no comparison and OR in one cycle)
+        shape_bits, big_bits = Signal(8), Signal(5)
         in_buf = Signal(32)
         beside = Signal()          # the output fits in the input buffer after the input (capture, or keep)
-        m.d.comb += beside.eq(in_buf + val["out_buf"] + self.lanes <= self.in_depth)
 
         def beats(v):
             up = Signal(33)
@@ -177,21 +178,24 @@ class LayerCheck(wiring.Component):
                 m.d.sync += [ends["input"].eq(c.input_addr + in_len),
                              ends["output"].eq(c.output_addr + val["out_bytes"]),
                              ends["weights"].eq(c.weights_addr + w_len), ends["table"].eq(c.table_addr + t_len),
-                             shape.eq((is_fc & ~ones) | (val["span_h"] >= in_pad_h) | (val["span_w"] >= in_pad_w) |
-                                      (c.pad_top > val["ext_h"]) | (c.pad_left > val["ext_w"]) |
-                                      (c.act_min > c.act_max) | Mux(is_dw, val["cm"] != c.out_c,
-                                                                    c.depth_multiplier != 1) | (c.stack & ~is_conv)),
+                             shape_bits.eq(Cat(is_fc & ~ones, val["span_h"] >= in_pad_h, val["span_w"] >= in_pad_w,
+                                               c.pad_top > val["ext_h"], c.pad_left > val["ext_w"],
+                                               c.act_min > c.act_max,
+                                               Mux(is_dw, val["cm"] != c.out_c, c.depth_multiplier != 1),
+                                               c.stack & ~is_conv)),
                              # (the input's bytes in the buffer: at least in_len rounded to a beat, unless
                              # row-stacked, which stores only the rows the windows reach)
-                             too_big.eq((w_len > self.w_depth) | (val["out_bytes"] > self.out_depth) |
-                                        (n_tiles > self.max_col_tiles) | (val["k"] >= 1 << 24) |
-                                        (in_buf > self.in_depth) | (c.keep & ~beside)),
+                             big_bits.eq(Cat(w_len > self.w_depth, val["out_bytes"] > self.out_depth,
+                                             n_tiles > self.max_col_tiles, val["k"] >= 1 << 24,
+                                             in_buf > self.in_depth)),
+                             beside.eq(in_buf + val["out_buf"] + self.lanes <= self.in_depth),
                              misaligned.eq(((c.input_addr | c.weights_addr | c.table_addr | c.output_addr)
                                             & (nbytes - 1)) != 0)]
                 m.next = "FLAGS"
             with m.State("FLAGS"):
-                m.d.sync += window.eq(Cat(~((addr >= base) & (ends[name] <= limit))
-                                          for name, addr, base, limit in spans).any())
+                m.d.sync += [window.eq(Cat(~((addr >= base) & (ends[name] <= limit))
+                                           for name, addr, base, limit in spans).any()),
+                             shape.eq(shape_bits.any()), too_big.eq(big_bits.any() | (c.keep & ~beside))]
                 m.next = "CHECK"
             with m.State("CHECK"):
                 failed = Cat(shape, unsupported, too_big, misaligned, window)

@@ -97,6 +97,7 @@ class Stacker(wiring.Component):
         kh_t, oy_t, addr_t = Signal(signed(10)), Signal(17), Signal(32)
         complete = Signal(17)         # the image's output rows complete
         filled = Signal(32)           # bytes of the buffer in complete stacked rows (images before included)
+        filled_next = Signal(32)      # filled + row_bytes, kept beside it (no adder on a row end's path)
         # set at start: the steps of the addresses (next target: a stacked row on, stride_h input rows back; next
         # pixel; next row's first target after a wrap), the last in the cycle after start (``prep``: nothing is
         # walked in it)
@@ -132,7 +133,7 @@ class Stacker(wiring.Component):
             m.d.comb += top.eq(-g.pad_top)
             m.d.sync += [prep.eq(1), b.eq(0), y.eq(top), x.eq(0), c.eq(0), pos.eq(0),
                          kh0.eq(0), oy0.eq(0), base0.eq(0), kh_t.eq(0), oy_t.eq(0), addr_t.eq(0),
-                         complete.eq(0), filled.eq(0),
+                         complete.eq(0), filled.eq(0), filled_next.eq(self.row_bytes),
                          t_step.eq(self.row_bytes - self.shc), px_step.eq(self.khc - g.in_c + 1),
                          pad_i.eq((g.pad_top != 0) | (g.in_h == 0)), has_t_i.eq(g.out_h != 0),
                          last_t_i.eq((g.stride_h != 0) | (g.out_h <= 1)), kh0_last_i.eq(g.kernel_h == 1),
@@ -168,8 +169,10 @@ class Stacker(wiring.Component):
                     completed = Signal()
                     new_filled = Signal(32)
                     m.d.comb += [completed.eq(has_t & kh0_last),
-                                 new_filled.eq(Mux(completed, filled + self.row_bytes, filled)),
+                                 new_filled.eq(Mux(completed, filled_next, filled)),
                                  nw_f.eq(new_filled[:25])]
+                    with m.If(completed):
+                        m.d.sync += filled_next.eq(filled_next + self.row_bytes)
                     m.d.sync += [c.eq(0), x.eq(0), pos.eq(0), y.eq(y + 1), filled.eq(new_filled),
                                  last_c.eq(one_c), last_x.eq(one_x),
                                  pad_row.eq((y + 1 < 0) | (y + 1 >= g.in_h)), last_y.eq(y + 2 >= g.in_h)]

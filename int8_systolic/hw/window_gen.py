@@ -169,11 +169,12 @@ class WindowGenerator(wiring.Component):
             with m.State("SETUP"):
                 m.d.sync += step.eq(step + 1)
                 latch_products(m, self.PRODUCTS, const, product, step)
+                # (kw_c is latched steps before the set-up's last: run_len and its test are final a cycle before)
+                m.d.sync += [run_len.eq(run_len_now), one_chunk.eq(run_len_now <= width)]
                 with m.If(step == self.SETUP - 1):
                     m.d.sync += [*walker_reset(), running.eq(1), i.eq(0), off.eq(0), kh.eq(0), kw.eq(0),
                                  kh_rows.eq(0), kh_wc.eq(0), kw_c.eq(0), nt.eq(0), first.eq(1), tile_p.eq(0),
-                                 run_len.eq(run_len_now), one_chunk.eq(run_len_now <= width),
-                                 last_chunk.eq(run_len_now <= width), last_ox.eq(one_ox), last_oy.eq(one_oy),
+                                 last_chunk.eq(one_chunk), last_ox.eq(one_ox), last_oy.eq(one_oy),
                                  last_kh.eq(one_kh), last_kw.eq(one_kw), last_nt.eq(one_nt),
                                  last_tile.eq(const["pixels"] <= rows)]
                     m.next = "RUN"
