@@ -200,13 +200,14 @@ class Engine(wiring.Component):
 
         # --- the read port's clients: commands, tables, input, weights ---
         # (each client's commands through a two-entry FIFO into the arbiter, and the arbiter's into the reader; the
-        # beats too from the reader to the arbiter: a FIFO's ready is its level, a register, so no path runs from a
-        # client's state through the arbiter into the reader's or another client's, or back)
+        # beats too, from the reader to the arbiter and from the arbiter to each client: a FIFO's ready and valid are
+        # its level, a register, so no path runs from a client's state through the arbiter into the reader's or
+        # another client's, or back, and a beat's handshake is not on the path of a loader's hundreds of loads)
         _slice(m, "rd_cmd_slice", arbiter.cmd, reader.cmd)
         _slice(m, "rd_data_slice", reader.data, arbiter.data)
         for c, client in enumerate((fetch, tables, in_loader, w_loader)):
             _slice(m, f"rd_cmd_slice{c}", client.rd_cmd, getattr(arbiter, f"cmd{c}"))
-            wiring.connect(m, getattr(arbiter, f"data{c}"), client.rd_data)
+            _slice(m, f"rd_data_slice{c}", getattr(arbiter, f"data{c}"), client.rd_data)
         m.d.comb += [w_buf.w_en.eq(w_loader.w_en), w_buf.w_addr.eq(w_loader.w_addr), w_buf.w_data.eq(w_loader.w_data),
                      w_buf.w_strb.eq(w_loader.w_strb)]
         # the input buffer's write port: the capture's beats first (they come when the writer takes them), the
