@@ -164,6 +164,17 @@ def test_cycles(shape, stride, padding, mult, per_step):
         assert sum(want) > 1.8 * len(want)
 
 
+
+@pytest.mark.parametrize("mult", [3, 5])
+def test_one_tap_layers_advance_the_lanes_channels_every_step(mult):
+    """A 1x1 DEPTHWISE_CONV_2D with a depth multiplier: every step ends a column tile, so the lanes' input channels
+    (quotient, remainder and carry) advance in consecutive cycles, and wrap at every row tile."""
+    rng = random.Random(mult)
+    x = np.random.default_rng(mult).integers(-128, 128, (1, 4, 5, 7)).astype(np.int8)
+    g = Geometry.of(x.shape, (1, 1), (1, 1), (1, 1), "VALID")
+    out = run(g, x, mult, -7, 8, 8, 8, 8, rng, p_out=1.0)
+    check_steps(out["steps"], g, x, mult, -7, 8, 8, "VALID")
+
 def test_a_slow_consumer_fills_the_output_queue_and_loses_no_step():
     """o ready a cycle in four on a layer of one-cycle steps: the serve stage stops at the output queue's last free
     place (its credit), so every step arrives, in order."""

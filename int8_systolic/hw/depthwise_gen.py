@@ -148,6 +148,8 @@ class DepthwiseWindows(wiring.Component):
         walking = Signal()
         wpix = Signal(32)
         ox, oy = Signal(16), Signal(16)
+        # the walker's tests, registers kept with what they test: ox == out_w - 1, oy == out_h - 1, wpix < pixels
+        w_last_ox, w_last_oy, w_ok = Signal(), Signal(), Signal()
         yy, xx = Signal(signed(18)), Signal(signed(18))
         bterm, yterm, xterm = Signal(32), Signal(signed(34)), Signal(signed(34))    # b*hwp, y*wp, x*P
 
@@ -180,6 +182,8 @@ class DepthwiseWindows(wiring.Component):
                 with m.Else():
                     m.d.sync += lane_r.eq(lane_r + 1)
                 with m.If(step == self.SETUP - 1):
+                    m.d.sync += [w_last_ox.eq(g.out_w == 1), w_last_oy.eq(g.out_h == 1),
+                                 w_ok.eq(const["pixels"] != 0)]
                     m.d.sync += [walking.eq(1), wpix.eq(0), ox.eq(0), oy.eq(0), yy.eq(-g.pad_top),
                                  xx.eq(-g.pad_left), bterm.eq(0), yterm.eq(-const["pt_wp"]), xterm.eq(-const["pl_p"]),
                                  w_i.eq(0), nxt_full.eq(0)]
@@ -194,23 +198,27 @@ class DepthwiseWindows(wiring.Component):
 
         # the walker fills the next tile's pixels while it is not full
         with m.If(walking & ~nxt_full):
-            ok = wpix < const["pixels"]
+            ok = w_ok
             m.d.sync += [Array(nxt_base)[w_i].eq(bterm + yterm + xterm), Array(nxt_y)[w_i].eq(yy),
-                         Array(nxt_x)[w_i].eq(xx), nxt_ok.bit_select(w_i, 1).eq(ok), wpix.eq(wpix + 1)]
+                         Array(nxt_x)[w_i].eq(xx), nxt_ok.bit_select(w_i, 1).eq(ok), wpix.eq(wpix + 1),
+                         w_ok.eq(wpix + 1 < const["pixels"])]
             with m.If(ok):
                 m.d.sync += nxt_bound.eq(bterm + yterm + const["ext_wp"])
             with m.If(w_i == rows - 1):
                 m.d.sync += [w_i.eq(0), nxt_full.eq(1)]
             with m.Else():
                 m.d.sync += w_i.eq(w_i + 1)
-            with m.If(ox == g.out_w - 1):
-                m.d.sync += [ox.eq(0), xx.eq(-g.pad_left), xterm.eq(-const["pl_p"])]
-                with m.If(oy == g.out_h - 1):
-                    m.d.sync += [oy.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_wp"]), bterm.eq(bterm + const["hwp"])]
+            with m.If(w_last_ox):
+                m.d.sync += [ox.eq(0), xx.eq(-g.pad_left), xterm.eq(-const["pl_p"]), w_last_ox.eq(g.out_w == 1)]
+                with m.If(w_last_oy):
+                    m.d.sync += [oy.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_wp"]), bterm.eq(bterm + const["hwp"]),
+                                 w_last_oy.eq(g.out_h == 1)]
                 with m.Else():
-                    m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_wp"])]
+                    m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_wp"]),
+                                 w_last_oy.eq(oy + 2 == g.out_h)]
             with m.Else():
-                m.d.sync += [ox.eq(ox + 1), xx.eq(xx + g.stride_w), xterm.eq(xterm + const["sw_p"])]
+                m.d.sync += [ox.eq(ox + 1), xx.eq(xx + g.stride_w), xterm.eq(xterm + const["sw_p"]),
+                             w_last_ox.eq(ox + 2 == g.out_w)]
             # the tile after the last: nothing more to walk
             with m.If((w_i == 0) & ~ok):
                 m.d.sync += [walking.eq(0), nxt_full.eq(0)]
@@ -288,20 +296,25 @@ class DepthwiseWindows(wiring.Component):
                 with m.Else():
                     m.d.sync += [kh.eq(0), kh_last.eq(g.kernel_h == 1), kh_y.eq(0), kh_ab.eq(self.base),
                                  tap.eq(self.base)]
-        # the column tile and the lanes' channels, a tile's last tap on
+        # the column tile and the lanes' channels, a tile's last tap on. cy[j] (the carry, r[j] >= thr) is a
+        # register set with r[j], and refreshed in every other cycle: thr is final in RUN's first cycle, the first
+        # column tile's end comes rows + 1 cycles on at least
+        cy = [Signal(name=f"cy{j}") for j in range(cols)]
+        m.d.sync += [cy[j].eq(r[j] >= thr) for j in range(cols)]
         for k, lanes in ((1, range(cols // 2)), (2, range(cols // 2, cols))):
             with m.If(issues[k] & kw_last & kh_last):
                 with m.If(~nt_last):
                     if k == 1:
                         m.d.sync += [nt.eq(nt + 1), nt_last.eq(nt == n_tiles_2)]
                     for j in lanes:
-                        carry = r[j] >= thr
-                        m.d.sync += [q[j].eq(Mux(carry, q[j] + adv_a1, q[j] + adv_a)),
-                                     r[j].eq(Mux(carry, r[j] - thr, r[j] + adv_b))]
+                        m.d.sync += [q[j].eq(Mux(cy[j], q[j] + adv_a1, q[j] + adv_a)),
+                                     r[j].eq(Mux(cy[j], r[j] - thr, r[j] + adv_b)),
+                                     cy[j].eq(Mux(cy[j], r[j] - thr >= thr, r[j] + adv_b >= thr))]
                 with m.Else():
                     if k == 1:
                         m.d.sync += [nt.eq(0), nt_last.eq(g.n_tiles == 1)]
-                    m.d.sync += [*(q[j].eq(q0[j]) for j in lanes), *(r[j].eq(r0[j]) for j in lanes)]
+                    m.d.sync += [*(q[j].eq(q0[j]) for j in lanes), *(r[j].eq(r0[j]) for j in lanes),
+                                 *(cy[j].eq(r0[j] >= thr) for j in lanes)]
         with m.If(fsm.ongoing("SETUP")):
             m.d.sync += [nt.eq(0), kh.eq(0), kw.eq(0), kh_y.eq(0), kw_x.eq(0), kh_ab.eq(self.base),
                          tap.eq(self.base), kw_last.eq(g.kernel_w == 1),
