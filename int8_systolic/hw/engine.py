@@ -191,10 +191,13 @@ class Engine(wiring.Component):
                                                    "m_axi_bvalid") else port.eq(inner)
         # every address is checked against its window before it is issued (the fetcher, the layer check); the
         # writer checks the read-write window again, the reader the span of both windows
-        # (the reader's span a register: the windows are set before GO, and a comparison less is on its command's
-        # check)
-        m.d.sync += [reader.win_base.eq(Mux(self.ro_base < self.rw_base, self.ro_base, self.rw_base)),
-                     reader.win_limit.eq(Mux(self.ro_limit > self.rw_limit, self.ro_limit, self.rw_limit))]
+        # (the reader's span in registers, its comparisons and its choices in two stages: the windows are written over
+        # AXI4-Lite transactions before GO, and the first read comes cycles after GO, so the span is the windows'
+        # own; no comparison of them is on the path of a command's check)
+        ro_base_lower, ro_limit_higher = Signal(), Signal()
+        m.d.sync += [ro_base_lower.eq(self.ro_base < self.rw_base), ro_limit_higher.eq(self.ro_limit > self.rw_limit),
+                     reader.win_base.eq(Mux(ro_base_lower, self.ro_base, self.rw_base)),
+                     reader.win_limit.eq(Mux(ro_limit_higher, self.ro_limit, self.rw_limit))]
         m.d.comb += [writer.win_base.eq(self.rw_base), writer.win_limit.eq(self.rw_limit),
                      self.bytes_read.eq(reader.bytes_read), self.bytes_written.eq(writer.bytes_written)]
 
