@@ -103,6 +103,7 @@ class Stacker(wiring.Component):
         # walked in it)
         t_step, px_step, wrap_step = Signal(32), Signal(32), Signal(32)
         prep = Signal()
+        kh_wrap, stride_one = Signal(signed(10)), Signal()   # kernel_h - stride_h; stride_h == 1
         # The writes go through a two-entry queue (hw.write_queue): a write presented while ``hold`` is high stays,
         # and the walk waits only once the queue is full, so ``hold`` never drives the walk's hundreds of loads. Each
         # write carries ``filled`` as it will be once it is in the buffer.
@@ -138,7 +139,8 @@ class Stacker(wiring.Component):
                          pad_i.eq((g.pad_top != 0) | (g.in_h == 0)), has_t_i.eq(g.out_h != 0),
                          last_t_i.eq((g.stride_h != 0) | (g.out_h <= 1)), kh0_last_i.eq(g.kernel_h == 1),
                          last_y_i.eq(top >= g.in_h - 1), end0_i.eq(g.out_h == 0), end1_i.eq(g.out_h == 1),
-                         one_c.eq(g.in_c == 1), one_x.eq(g.in_w == 1), last_b.eq(g.batch == 1)]
+                         one_c.eq(g.in_c == 1), one_x.eq(g.in_w == 1), last_b.eq(g.batch == 1),
+                         kh_wrap.eq(g.kernel_h - g.stride_h), stride_one.eq(g.stride_h == 1)]
         with m.If(prep):
             m.d.sync += [prep.eq(0), running.eq(1), wrap_step.eq(g.in_c + t_step)]
             m.d.sync += first_row()
@@ -178,18 +180,16 @@ class Stacker(wiring.Component):
                                  pad_row.eq((y + 1 < 0) | (y + 1 >= g.in_h)), last_y.eq(y + 2 >= g.in_h)]
                     with m.If(completed):
                         m.d.sync += [complete.eq(complete + 1), end0.eq(end1), end1.eq(complete + 2 == g.out_h)]
-                    # wrap: kh0 + 1 reaches kernel_h, the row's first target one output row on
-                    wrap = Signal()
-                    m.d.comb += wrap.eq(kh0 + 1 >= g.kernel_h)
-                    with m.If(wrap):
-                        n_kh = Signal(signed(10))
-                        m.d.comb += n_kh.eq(kh0 + 1 - g.stride_h)
+                    # wrap: kh0 + 1 reaches kernel_h (kh0 is kernel_h - 1 at most: kh0_last), the row's first target
+                    # one output row on, at kh0 = kernel_h - stride_h (kh_wrap, set at start)
+                    with m.If(kh0_last):
+                        n_kh = kh_wrap
                         m.d.sync += [kh0.eq(n_kh), oy0.eq(oy0 + 1), base0.eq(base0 + wrap_step),
                                      kh_t.eq(n_kh), oy_t.eq(oy0 + 1), addr_t.eq(base0 + wrap_step),
                                      has_t.eq((n_kh >= 0) & (oy0 + 1 < g.out_h)),
                                      last_t.eq((n_kh < g.stride_h) | (oy0 + 2 >= g.out_h)),
                                      last_t0.eq((n_kh < g.stride_h) | (oy0 + 2 >= g.out_h)),
-                                     kh0_last.eq(n_kh == g.kernel_h - 1)]
+                                     kh0_last.eq(stride_one)]
                     with m.Else():
                         m.d.sync += [kh0.eq(kh0 + 1), base0.eq(base0 + g.in_c), kh_t.eq(kh0 + 1),
                                      addr_t.eq(base0 + g.in_c),
