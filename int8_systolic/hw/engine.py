@@ -191,13 +191,10 @@ class Engine(wiring.Component):
                                                    "m_axi_bvalid") else port.eq(inner)
         # every address is checked against its window before it is issued (the fetcher, the layer check); the
         # writer checks the read-write window again, the reader the span of both windows
-        # (the reader's span in registers, its comparisons and its choices in two stages: the windows are written over
-        # AXI4-Lite transactions before GO, and the first read comes cycles after GO, so the span is the windows'
-        # own; no comparison of them is on the path of a command's check)
-        ro_base_lower, ro_limit_higher = Signal(), Signal()
-        m.d.sync += [ro_base_lower.eq(self.ro_base < self.rw_base), ro_limit_higher.eq(self.ro_limit > self.rw_limit),
-                     reader.win_base.eq(Mux(ro_base_lower, self.ro_base, self.rw_base)),
-                     reader.win_limit.eq(Mux(ro_limit_higher, self.ro_limit, self.rw_limit))]
+        # (the reader's span a register: the windows are set before GO, and a comparison less is on its command's
+        # check)
+        m.d.sync += [reader.win_base.eq(Mux(self.ro_base < self.rw_base, self.ro_base, self.rw_base)),
+                     reader.win_limit.eq(Mux(self.ro_limit > self.rw_limit, self.ro_limit, self.rw_limit))]
         m.d.comb += [writer.win_base.eq(self.rw_base), writer.win_limit.eq(self.rw_limit),
                      self.bytes_read.eq(reader.bytes_read), self.bytes_written.eq(writer.bytes_written)]
 
@@ -305,9 +302,10 @@ class Engine(wiring.Component):
         # generators): within a layer they only grow, so an old value only delays a read; 0 in the layer's first
         # cycle, as the loader starts (below)
         in_avail, in_avail_now = Signal(25), Signal(25)
-        # (dw_b, pitch_b and out_pitch_d are registers set with cmd_b and d_out_c: no decode or sum of a command
-        # on the paths of the parts they drive)
-        m.d.comb += [cap_base.eq((in_base + vals["in_buf"] + lanes - 1) & ~(lanes - 1)),
+        m.d.comb += [dw_b.eq(cmd_b.op == commands.OPS["DEPTHWISE_CONV_2D"]),
+                     pitch_b.eq(input_pitch(cmd_b.in_c, self.bank_bytes, nb)),
+                     out_pitch_d.eq(input_pitch(d_out_c, self.bank_bytes, nb)),
+                     cap_base.eq((in_base + vals["in_buf"] + lanes - 1) & ~(lanes - 1)),
                      in_loader.pixel.eq(cmd_b.in_c), in_loader.pitch.eq(pitch_b), in_loader.base.eq(in_base),
                      capture.length.eq(d_out_len), capture.base.eq(d_cap_base),
                      capture.pixel.eq(d_out_c), capture.pitch.eq(out_pitch_d),
@@ -480,8 +478,6 @@ class Engine(wiring.Component):
             # would share the input buffer with it)
             with m.State("IDLE"), m.If(take):
                 m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
-                             dw_b.eq(cmd_f.op == commands.OPS["DEPTHWISE_CONV_2D"]),
-                             pitch_b.eq(input_pitch(cmd_f.in_c, self.bank_bytes, nb)),
                              back_w_loading.eq(w_loader.busy & ~w_loader.done),
                              *(vals[name].eq(getattr(check, name)) for name in vals),
                              forwarded.eq(fwd), in_base.eq(Mux(fwd, cap_base, 0)),
@@ -513,7 +509,6 @@ class Engine(wiring.Component):
         with m.FSM(name="drain") as drain:
             with m.State("IDLE"), m.If(pending):
                 m.d.sync += [pending.eq(0), d_out_addr.eq(cmd_b.output_addr), d_out_c.eq(cmd_b.out_c),
-                             out_pitch_d.eq(input_pitch(cmd_b.out_c, self.bank_bytes, nb)),
                              d_out_end.eq(cmd_b.output_addr + vals["out_len"]),
                              d_index.eq(index_b), d_pixels.eq(vals["pixels"]), d_out_len.eq(vals["out_len"]),
                              d_cap_base.eq(cap_base), d_capturing.eq(capturing), d_keep.eq(cmd_b.keep),
