@@ -80,8 +80,7 @@ def command_error(m, cmd, win_base, win_limit, nbytes, *, whole_beats):
 def take_command(m, master, active, *, whole_beats):
     """Take ``master.cmd`` into a register, check it there (:func:`command_error`, registered beside a copy of it), and
     hand a good one over when the master is not ``active``; a bad one pulses ``master.error`` with its reason and is
-    dropped. Two registered stages, so that neither the sums and comparisons of the check nor the stream's handshake
-    are on the path of the master's loads; the next command is checked while one is split. Returns ``(good, cmd,
+    dropped. Two registered stages; the next command is checked while one is split. Returns ``(good, cmd,
     pending)``: ``good`` is high in the cycle a good command is handed over, ``cmd`` is that command (registers), and
     ``pending`` says a command is in either stage (the master is not idle)."""
     layout = master.cmd.payload.shape()

@@ -135,7 +135,7 @@ class DepthwiseWindows(wiring.Component):
         r0 = [Signal(16, name=f"r0_{j}") for j in range(cols)]
         adv_a, adv_a1, adv_b, thr = Signal(16), Signal(16), Signal(16), Signal(16)  # cols // m (+ 1), cols % m, m - b
         lane_q, lane_r = Signal(16), Signal(16)     # lane j's, during the set-up
-        mult_m1 = Signal(16)                        # depth_multiplier - 1 (lane_r's wrap, no adder on its test)
+        mult_m1 = Signal(16)                        # depth_multiplier - 1 (lane_r's wrap), set at start
 
         # --- the pixel walker: the next row tile's pixels, one a cycle, while the current tile runs ---
         nxt_base = [Signal(aw, name=f"nxt_base{i}") for i in range(rows)]     # buffer address, less the tap's

@@ -201,8 +201,7 @@ class Engine(wiring.Component):
         # --- the read port's clients: commands, tables, input, weights ---
         # (each client's commands through a two-entry FIFO into the arbiter, and the arbiter's into the reader; the
         # beats too, from the reader to the arbiter and from the arbiter to each client: a FIFO's ready and valid are
-        # its level, a register, so no path runs from a client's state through the arbiter into the reader's or
-        # another client's, or back, and a beat's handshake is not on the path of a loader's hundreds of loads)
+        # its level, a register; docs/timing-closure.md, the engine's rows)
         _slice(m, "rd_cmd_slice", arbiter.cmd, reader.cmd)
         _slice(m, "rd_data_slice", reader.data, arbiter.data)
         for c, client in enumerate((fetch, tables, in_loader, w_loader)):
@@ -389,7 +388,7 @@ class Engine(wiring.Component):
         tables_free = Signal()
         m.d.comb += tables_free.eq(sched.queued + sched.in_flight <= ~back_idle)
         # The placement's decision and its rows are registers, computed every cycle and used only after a cycle in
-        # PLACE: the sums and comparisons are not on the path of the front's state and loads. In PLACE a cycle-old
+        # PLACE. In PLACE a cycle-old
         # value is safe: the back can only become idle there (it takes a command only from READY), the tables and
         # weights loaders only end, and the core's GEMMs only complete, so the decision is at worst a cycle late,
         # and its rows are computed from the same values as the decision.
@@ -491,11 +490,10 @@ class Engine(wiring.Component):
                 m.next = "IDLE"
         starting = back.ongoing("START")
         m.d.sync += in_avail.eq(Mux(starting, 0, in_avail_now))
-        # (fwd, cap_free and mem_hazard are registers a cycle old, so that no comparison of addresses is on the path
-        # of the hand-over's hundreds of loads. A take needs them computed from what holds now: the front's
-        # command, the check's sizes and the back's command hold while the front is READY and the back IDLE, and the
-        # drain's layer changes only as it takes `pending`, hence `pending` low a cycle ago too. Otherwise the drain
-        # only moves them towards a take: its capture ends, it ends)
+        # (fwd, cap_free and mem_hazard are registers a cycle old. A take needs them computed from what holds now:
+        # the front's command, the check's sizes and the back's command hold while the front is READY and the back
+        # IDLE, and the drain's layer changes only as it takes `pending`, hence `pending` low a cycle ago too.
+        # Otherwise the drain only moves them towards a take: its capture ends, it ends)
         was_pending = Signal()
         m.d.sync += was_pending.eq(pending)
         m.d.comb += [back_idle.eq(back.ongoing("IDLE")),

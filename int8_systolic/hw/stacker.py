@@ -97,7 +97,7 @@ class Stacker(wiring.Component):
         kh_t, oy_t, addr_t = Signal(signed(10)), Signal(17), Signal(32)
         complete = Signal(17)         # the image's output rows complete
         filled = Signal(32)           # bytes of the buffer in complete stacked rows (images before included)
-        filled_next = Signal(32)      # filled + row_bytes, kept beside it (no adder on a row end's path)
+        filled_next = Signal(32)      # filled + row_bytes, kept beside it
         # set at start: the steps of the addresses (next target: a stacked row on, stride_h input rows back; next
         # pixel; next row's first target after a wrap), the last in the cycle after start (``prep``: nothing is
         # walked in it)
@@ -105,14 +105,13 @@ class Stacker(wiring.Component):
         prep = Signal()
         kh_wrap, stride_one = Signal(signed(10)), Signal()   # kernel_h - stride_h; stride_h == 1
         # The writes go through a two-entry queue (hw.write_queue): a write presented while ``hold`` is high stays,
-        # and the walk waits only once the queue is full, so ``hold`` never drives the walk's hundreds of loads. Each
+        # and the walk waits only once the queue is full (``hold`` drives the queue alone). Each
         # write carries ``filled`` as it will be once it is in the buffer.
         m.submodules.writes = writes = WriteQueue(addr_width=self.addr_width, width=self.buffer_width)
         nw, nw_addr, nw_data, nw_f = Signal(), Signal(self.addr_width), Signal(8), Signal(25)
         m.d.sync += self.done.eq(0)
 
-        # The walk's tests are registers, each set where the state it tests changes and from registers only, so a
-        # decision of the walk is a few LUTs, with no comparison of the geometry on its path:
+        # The walk's tests are registers, each set where the state it tests changes and from registers only:
         pad_row = Signal()            # y < 0 or y >= in_h: a padding row
         has_t = Signal()              # kh0 >= 0 and oy0 < out_h: the row has a target
         last_t, last_t0 = Signal(), Signal()    # the target (kh_t, oy_t) is the row's last; the same at (kh0, oy0)
@@ -173,30 +172,25 @@ class Stacker(wiring.Component):
                     m.d.comb += [completed.eq(has_t & kh0_last),
                                  new_filled.eq(Mux(completed, filled_next, filled)),
                                  nw_f.eq(new_filled[:25])]
-                    with m.If(completed):
-                        m.d.sync += filled_next.eq(filled_next + self.row_bytes)
                     m.d.sync += [c.eq(0), x.eq(0), pos.eq(0), y.eq(y + 1), filled.eq(new_filled),
                                  last_c.eq(one_c), last_x.eq(one_x),
                                  pad_row.eq((y + 1 < 0) | (y + 1 >= g.in_h)), last_y.eq(y + 2 >= g.in_h)]
                     with m.If(completed):
-                        m.d.sync += [complete.eq(complete + 1), end0.eq(end1), end1.eq(complete + 2 == g.out_h)]
+                        m.d.sync += [filled_next.eq(filled_next + self.row_bytes), complete.eq(complete + 1),
+                                     end0.eq(end1), end1.eq(complete + 2 == g.out_h)]
                     # wrap: kh0 + 1 reaches kernel_h (kh0 is kernel_h - 1 at most: kh0_last), the row's first target
                     # one output row on, at kh0 = kernel_h - stride_h (kh_wrap, set at start)
                     with m.If(kh0_last):
-                        n_kh = kh_wrap
-                        m.d.sync += [kh0.eq(n_kh), oy0.eq(oy0 + 1), base0.eq(base0 + wrap_step),
-                                     kh_t.eq(n_kh), oy_t.eq(oy0 + 1), addr_t.eq(base0 + wrap_step),
-                                     has_t.eq((n_kh >= 0) & (oy0 + 1 < g.out_h)),
-                                     last_t.eq((n_kh < g.stride_h) | (oy0 + 2 >= g.out_h)),
-                                     last_t0.eq((n_kh < g.stride_h) | (oy0 + 2 >= g.out_h)),
+                        lt = (kh_wrap < g.stride_h) | (oy0 + 2 >= g.out_h)
+                        m.d.sync += [kh0.eq(kh_wrap), oy0.eq(oy0 + 1), base0.eq(base0 + wrap_step),
+                                     kh_t.eq(kh_wrap), oy_t.eq(oy0 + 1), addr_t.eq(base0 + wrap_step),
+                                     has_t.eq((kh_wrap >= 0) & (oy0 + 1 < g.out_h)), last_t.eq(lt), last_t0.eq(lt),
                                      kh0_last.eq(stride_one)]
                     with m.Else():
+                        lt = (kh0 + 1 < g.stride_h) | (oy0 + 1 >= g.out_h)
                         m.d.sync += [kh0.eq(kh0 + 1), base0.eq(base0 + g.in_c), kh_t.eq(kh0 + 1),
-                                     addr_t.eq(base0 + g.in_c),
-                                     has_t.eq((kh0 + 1 >= 0) & (oy0 < g.out_h)),
-                                     last_t.eq((kh0 + 1 < g.stride_h) | (oy0 + 1 >= g.out_h)),
-                                     last_t0.eq((kh0 + 1 < g.stride_h) | (oy0 + 1 >= g.out_h)),
-                                     kh0_last.eq(kh0 + 2 == g.kernel_h)]
+                                     addr_t.eq(base0 + g.in_c), has_t.eq((kh0 + 1 >= 0) & (oy0 < g.out_h)),
+                                     last_t.eq(lt), last_t0.eq(lt), kh0_last.eq(kh0 + 2 == g.kernel_h)]
                     with m.If(last_y & Mux(completed, end1, end0)):
                         # the image ends: the next one's first row, or the end (the last beat's rest dropped)
                         m.d.sync += [b.eq(b + 1), y.eq(-g.pad_top), complete.eq(0), kh0.eq(0), oy0.eq(0),

@@ -56,7 +56,7 @@ class WeightStreamer(wiring.Component):
         credit_ok = Signal()
         issue = Signal()
         # `fits`: the word's bytes are in (end <= avail), a register computed a cycle ahead for both outcomes of the
-        # issue, so that no comparison is on the issue's path. avail only grows during a layer, so a cycle-old test
+        # issue. avail only grows during a layer, so a cycle-old test
         # only delays an issue; none is made in the cycle after start, when avail may still be the last layer's.
         fits = Signal()
         m.d.comb += issue.eq(running & fits & credit_ok)

@@ -106,7 +106,7 @@ class WindowGenerator(wiring.Component):
         # --- the layer's constants, one product a cycle ---
         step = Signal(range(self.SETUP + 1))
         const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step, dsp=self.dsp)
-        # (registers, set in the set-up: nothing of the geometry is compared on the walk's paths)
+        # (registers, set in the set-up)
         run_len = Signal(32)      # bytes of a run: kernel_w pixels' channels if they are contiguous, else one's
         contiguous = Signal()
         run_len_now = Signal(32)
@@ -135,11 +135,10 @@ class WindowGenerator(wiring.Component):
         nt = Signal(16)
         first = Signal()          # the row tile's first block: the walker gives the pixels
         tile_p = Signal(32)       # the row tile's first pixel
-        # The counters' tests are registers, each set where its counter changes, from registers only, so a decision
-        # of the walk is a few LUTs from flip-flops: ox == out_w - 1, oy == out_h - 1, kh == kernel_h - 1,
-        # kw == kernel_w - 1, nt == n_tiles - 1, the chunk is its run's last (off + width >= run_len), the row tile
-        # is the layer's last (tile_p + rows >= pixels); and the same at a counter's 0 (or a run's first chunk),
-        # set in the set-up.
+        # The counters' tests are registers, each set where its counter changes, from registers only: ox == out_w - 1,
+        # oy == out_h - 1, kh == kernel_h - 1, kw == kernel_w - 1, nt == n_tiles - 1, the chunk is its run's last
+        # (off + width >= run_len), the row tile is the layer's last (tile_p + rows >= pixels); and the same at a
+        # counter's 0 (or a run's first chunk), set in the set-up.
         last_ox, last_oy, last_kh, last_kw, last_nt, last_chunk, last_tile = (Signal(name=f"last_{n}") for n in (
             "ox", "oy", "kh", "kw", "nt", "chunk", "tile"))
         one_ox, one_oy, one_kh, one_kw, one_nt, one_chunk = (Signal(name=f"one_{n}") for n in (
