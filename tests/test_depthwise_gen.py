@@ -37,7 +37,8 @@ class Bench(wiring.Component):
 
 def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8, ramp=None, beat=8,
         max_cycles=80000, base=0):
-    """Load ``x`` at the pitch, run the layer; the steps as [rows][cols] int8 arrays and the cycle of each."""
+    """Load ``x`` at the pitch (all before ``start``, or with ``ramp`` a 16-byte chunk every ``ramp`` cycles after
+    it, the buffer garbage until then), run the layer; the steps as [rows][cols] int8 arrays and the cycle of each."""
     bench = Bench(rows, cols, banks, bank_bytes)
     gen, buf = bench.gen, bench.buf
     pitch = input_pitch(g.in_c, bank_bytes, beat)
@@ -48,16 +49,29 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
     expect = -(-g.pixels // rows) * n_tiles * g.kernel_h * g.kernel_w
     out = {"steps": [], "when": [], "setup": gen.SETUP}
 
-    async def testbench(ctx):
-        for p, px in enumerate(pixels):
-            for a in range(0, px.size, 16):
-                chunk = px[a:a + 16]
-                ctx.set(buf.w_en, 1)
-                ctx.set(buf.w_addr, (base + p * pitch + a) % DEPTH)
-                ctx.set(buf.w_data, int.from_bytes(chunk.tobytes(), "little"))
-                ctx.set(buf.w_strb, (1 << chunk.size) - 1)
-                await ctx.tick()
+    # the input's 16-byte chunks at their offsets from base, and what avail is once each is written (a pixel's last
+    # chunk completes its pitch)
+    chunks = [(p * pitch + a, px[a:a + 16], (p + 1) * pitch if a + 16 >= px.size else p * pitch + a + 16)
+              for p, px in enumerate(pixels) for a in range(0, px.size, 16)]
+
+    async def write(ctx, offset, chunk):
+        ctx.set(buf.w_en, 1)
+        ctx.set(buf.w_addr, (base + offset) % DEPTH)
+        ctx.set(buf.w_data, int.from_bytes(chunk.tobytes(), "little"))
+        ctx.set(buf.w_strb, (1 << chunk.size) - 1)
+        await ctx.tick()
         ctx.set(buf.w_en, 0)
+
+    async def testbench(ctx):
+        if ramp is None:
+            for offset, chunk, _ in chunks:
+                await write(ctx, offset, chunk)
+        else:
+            # streamed: the buffer holds garbage until a chunk is written, so a read before avail says the bytes are
+            # in takes garbage and fails the comparison
+            garbage = np.random.default_rng(len(chunks)).integers(0, 256, DEPTH, np.uint8)
+            for a in range(0, DEPTH, 16):
+                await write(ctx, a - base, garbage[a:a + 16])
         ctx.set(gen.geometry, {**{f: getattr(g, f) for f in (
             "batch", "in_h", "in_w", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h", "stride_w",
             "dilation_h", "dilation_w", "pad_top", "pad_left")}, "depth_multiplier": mult,
@@ -68,8 +82,20 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
         ctx.set(gen.start, 1)
         await ctx.tick()
         ctx.set(gen.start, 0)
+        written, avail = 0, 0
         for t in range(max_cycles):
-            ctx.set(gen.avail, total if ramp is None else min(total, ramp * t))
+            if ramp is not None:
+                # a chunk every `ramp` cycles; avail counts it from the cycle after its write
+                ctx.set(gen.avail, avail)
+                ctx.set(buf.w_en, 0)
+                if written < len(chunks) and t % ramp == 0:
+                    offset, chunk, avail_after = chunks[written]
+                    ctx.set(buf.w_en, 1)
+                    ctx.set(buf.w_addr, (base + offset) % DEPTH)
+                    ctx.set(buf.w_data, int.from_bytes(chunk.tobytes(), "little"))
+                    ctx.set(buf.w_strb, (1 << chunk.size) - 1)
+                    written += 1
+                    avail = avail_after
             ready = rng.random() < p_out
             ctx.set(gen.o.ready, ready)
             if ready and ctx.get(gen.o.valid):
@@ -134,7 +160,7 @@ def test_steps_equal_the_golden_patches(seed):
     g, x, padding = random_layer(rng, seed)
     mult = rng.choice([1, 1, 2, 3, cols, cols + 1]) if g.in_c < 24 else 1
     zero_point = rng.choice([-128, 127, rng.randint(-128, 127)])
-    out = run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, ramp=rng.choice([None, 8]),
+    out = run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, ramp=rng.choice([None, 1, 3]),
               base=rng.choice([0, rng.randrange(DEPTH)]))
     check_steps(out["steps"], g, x, mult, zero_point, rows, cols, padding)
 

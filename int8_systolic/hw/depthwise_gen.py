@@ -256,11 +256,17 @@ class DepthwiseWindows(wiring.Component):
         m.d.comb += last_step.eq(kw_last & kh_last & nt_last)
         load = Signal()
         m.d.comb += load.eq(dup["running"][3] & nxt_full & (~dup["cur_valid"][3] | (issues[3] & last_step)))
-        # avail only grows during a layer, so a cycle-old comparison is safe (and only ever a cycle late)
-        all_in = self.avail >= self.total
+        # avail only grows during a layer, so comparisons a cycle or two old are safe (and only ever late). Each is a
+        # register: the whole input in, the next tile's rows in, the current tile's. The next tile's is of its final
+        # bound once nxt_full has been high a cycle before (nxt_settled); a load before that waits a cycle. In the
+        # cycle after a load, the current tile is the one nxt_in compared.
         avail = self.avail.as_signed()
+        all_in, nxt_in, cur_in_r = Signal(), Signal(), Signal()
+        nxt_settled, loaded = Signal(), Signal()
+        m.d.sync += [all_in.eq(self.avail >= self.total), nxt_in.eq(nxt_bound <= avail),
+                     cur_in_r.eq(cur_bound <= avail), nxt_settled.eq(nxt_full), loaded.eq(load)]
         nxt = {name: Signal(name=f"{name}_next") for name in dup}
-        m.d.comb += [nxt["cur_in"].eq(all_in | Mux(load, nxt_bound <= avail, cur_bound <= avail)),
+        m.d.comb += [nxt["cur_in"].eq(all_in | Mux(load, nxt_in & nxt_settled, Mux(loaded, nxt_in, cur_in_r))),
                      nxt["running"].eq(running), nxt["cur_valid"].eq(cur_valid), nxt["credit_ok"].eq(credit_ok)]
         with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
             m.d.comb += nxt["running"].eq(1)

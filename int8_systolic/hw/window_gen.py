@@ -231,8 +231,7 @@ class WindowGenerator(wiring.Component):
         g1_bt, g1_xc, g1_yy = reg((bterm + yterm)[:32], "g1_bt"), reg(xc, "g1_xc"), reg(yy, "g1_yy")
         g1_ok = reg(p < const["pixels"], "g1_ok")
         g1_tap = reg((kh_wc + kw_c)[:32], "g1_tap")
-        g1_off, g1_len, g1_khr, g1_kwc = reg(off, "g1_off"), reg(run_len, "g1_len"), reg(kh_rows, "g1_khr"), \
-            reg(kw_c, "g1_kwc")
+        g1_off, g1_khr, g1_kwc = reg(off, "g1_off"), reg(kh_rows, "g1_khr"), reg(kw_c, "g1_kwc")
         g1_last = reg(i == rows - 1, "g1_last")
         g1_n = reg(Mux(remaining < width, remaining, width)[:(width + 1).bit_length()], "g1_n")
         # G2: the pixel (the walker's in a tile's first block, kept for the blocks after it), the run's offset
@@ -250,30 +249,28 @@ class WindowGenerator(wiring.Component):
             m.d.sync += [g2_base.eq(pix_base[g1_i]), g2_y.eq(pix_y[g1_i]), g2_x.eq(pix_x[g1_i]),
                          g2_ok.eq(pix_ok[g1_i])]
         g2_v, g2_tap = reg(g1_v, "g2_v"), reg((g1_tap + g1_off)[:32], "g2_tap")
-        g2_off, g2_len, g2_khr, g2_kwc = reg(g1_off, "g2_off"), reg(g1_len, "g2_len"), reg(g1_khr, "g2_khr"), \
-            reg(g1_kwc, "g2_kwc")
+        # (the run's first column and the read's offset in it, as one term: the padding is found relative to the read)
+        g2_khr, g2_kwo = reg(g1_khr, "g2_khr"), reg(g1_kwc + g1_off, "g2_kwo")
         g2_last, g2_n = reg(g1_last, "g2_last"), reg(g1_n, "g2_n")
         # G3: the read's address, input row and first column (times in_c)
-        g3_v, g3_ok, g3_off, g3_len = reg(g2_v, "g3_v"), reg(g2_ok, "g3_ok"), reg(g2_off, "g3_off"), \
-            reg(g2_len, "g3_len")
+        g3_v, g3_ok = reg(g2_v, "g3_v"), reg(g2_ok, "g3_ok")
         g3_last, g3_n = reg(g2_last, "g3_last"), reg(g2_n, "g3_n")
         g3_addr = reg((g2_base + g2_tap)[:32], "g3_addr")
-        g3_y, g3_x = reg(g2_y + g2_khr, "g3_y"), reg(g2_x + g2_kwc, "g3_x")
-        # G4: the buffer address, the read's end (for the wait) and the run's real bytes [lo, hi): columns 0 .. in_w - 1
+        g3_y, g3_x = reg(g2_y + g2_khr, "g3_y"), reg(g2_x + g2_kwo, "g3_x")
+        # G4: the buffer address, the read's end (for the wait) and the read's real bytes [lo, hi) relative to its
+        # first: the columns 0 .. in_w - 1 (times in_c) less the read's first column g3_x
         g4_v, g4_last, g4_n = reg(g3_v, "g4_v"), reg(g3_last, "g4_last"), reg(g3_n, "g4_n")
         g4_raddr = reg((g3_addr + self.base)[:self.addr_width], "g4_raddr")
         g4_end = reg(g3_addr.as_signed() + width, "g4_end")
         g4_row_ok = reg(g3_ok & (g3_y >= 0) & (g3_y < g.in_h), "g4_row_ok")
         g4_lo_raw, g4_hi_raw = reg(-g3_x, "g4_lo_raw"), reg(const["wc"] - g3_x, "g4_hi_raw")
-        g4_off, g4_len = reg(g3_off, "g4_off"), reg(g3_len, "g4_len")
-        # G5: the clamps
-        lo = reg(Mux(g4_lo_raw < 0, 0, Mux(g4_lo_raw > g4_len, g4_len, g4_lo_raw)), "g5_lo")
-        hi = reg(Mux(g4_hi_raw < 0, 0, Mux(g4_hi_raw > g4_len, g4_len, g4_hi_raw)), "g5_hi")
+        # G5: the clamps to the read's n bytes (beyond n is the run's end: padding)
+        lo = reg(Mux(g4_lo_raw < 0, 0, Mux(g4_lo_raw > g4_n, g4_n, g4_lo_raw[:len(g4_n)])), "g5_lo")
+        hi = reg(Mux(g4_hi_raw < 0, 0, Mux(g4_hi_raw > g4_n, g4_n, g4_hi_raw[:len(g4_n)])), "g5_hi")
         g5_v, g5_last, g5_n = reg(g4_v, "g5_v"), reg(g4_last, "g5_last"), reg(g4_n, "g5_n")
-        g5_raddr, g5_end, g5_row_ok, g5_off = reg(g4_raddr, "g5_raddr"), reg(g4_end, "g5_end"), \
-            reg(g4_row_ok, "g5_row_ok"), reg(g4_off, "g5_off")
-        # G6: the read's padding mask (the run's columns grow with the byte), then the read queue
-        pad = reg(Cat(~g5_row_ok | (g5_off + j < lo) | (g5_off + j >= hi) for j in range(width)), "g6_pad")
+        g5_raddr, g5_end, g5_row_ok = reg(g4_raddr, "g5_raddr"), reg(g4_end, "g5_end"), reg(g4_row_ok, "g5_row_ok")
+        # G6: the read's padding mask, then the read queue
+        pad = reg(Cat(~g5_row_ok | (j < lo) | (j >= hi) for j in range(width)), "g6_pad")
         g6_v, g6_last, g6_n = reg(g5_v, "g6_v"), reg(g5_last, "g6_last"), reg(g5_n, "g6_n")
         g6_raddr, g6_end = reg(g5_raddr, "g6_raddr"), reg(g5_end, "g6_end")
         read = data.StructLayout({"raddr": self.addr_width, "end": signed(len(g6_end)), "pad": width, "last": 1,
