@@ -241,7 +241,8 @@ class DepthwiseWindows(wiring.Component):
         # The issue has hundreds of loads (the counters, the lanes, the tile's registers). Its four state bits are
         # kept in copies, one per group of loads (KEEP_APART: synthesis would merge them back), each group's
         # issue an AND of its own copies; the copies take the same next value as the bit.
-        groups = 4                                  # the taps, two halves of the lanes, the tile's registers
+        # the taps, two halves of the lanes, the tile's registers, the tile's control (cur_valid, cur_in)
+        groups = 5
         dup = {name: [Signal(name=f"dup_{name}{k}", attrs=KEEP_APART) for k in range(groups)]
                for name in ("running", "cur_valid", "cur_in", "credit_ok")}
         issue = Signal()
@@ -254,8 +255,10 @@ class DepthwiseWindows(wiring.Component):
                      for k in range(groups)]
         last_step = Signal()
         m.d.comb += last_step.eq(kw_last & kh_last & nt_last)
-        load = Signal()
-        m.d.comb += load.eq(dup["running"][3] & nxt_full & (~dup["cur_valid"][3] | (issues[3] & last_step)))
+        load = Signal()         # the tile's registers' (hundreds of loads)
+        load_c = Signal()       # the same, for the tile's control: its decisions do not wait on load's long routes
+        m.d.comb += [load.eq(dup["running"][3] & nxt_full & (~dup["cur_valid"][3] | (issues[3] & last_step))),
+                     load_c.eq(dup["running"][4] & nxt_full & (~dup["cur_valid"][4] | (issues[4] & last_step)))]
         # avail only grows during a layer, so comparisons a cycle or two old are safe (and only ever late). Each is a
         # register: the whole input in, the next tile's rows in, the current tile's. The next tile's is of its final
         # bound once nxt_full has been high a cycle before (nxt_settled); a load before that waits a cycle. In the
@@ -264,9 +267,9 @@ class DepthwiseWindows(wiring.Component):
         all_in, nxt_in, cur_in_r = Signal(), Signal(), Signal()
         nxt_settled, loaded = Signal(), Signal()
         m.d.sync += [all_in.eq(self.avail >= self.total), nxt_in.eq(nxt_bound <= avail),
-                     cur_in_r.eq(cur_bound <= avail), nxt_settled.eq(nxt_full), loaded.eq(load)]
+                     cur_in_r.eq(cur_bound <= avail), nxt_settled.eq(nxt_full), loaded.eq(load_c)]
         nxt = {name: Signal(name=f"{name}_next") for name in dup}
-        m.d.comb += [nxt["cur_in"].eq(all_in | Mux(load, nxt_in & nxt_settled, Mux(loaded, nxt_in, cur_in_r))),
+        m.d.comb += [nxt["cur_in"].eq(all_in | Mux(load_c, nxt_in & nxt_settled, Mux(loaded, nxt_in, cur_in_r))),
                      nxt["running"].eq(running), nxt["cur_valid"].eq(cur_valid), nxt["credit_ok"].eq(credit_ok)]
         with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
             m.d.comb += nxt["running"].eq(1)
@@ -274,9 +277,9 @@ class DepthwiseWindows(wiring.Component):
             m.d.comb += nxt["running"].eq(0)
         with m.If(fsm.ongoing("SETUP")):
             m.d.comb += nxt["cur_valid"].eq(0)
-        with m.Elif(load):
+        with m.Elif(load_c):
             m.d.comb += nxt["cur_valid"].eq(1)
-        with m.Elif(issue & last_step):
+        with m.Elif(issues[4] & last_step):
             m.d.comb += nxt["cur_valid"].eq(0)
         with m.If(fsm.ongoing("IDLE") & self.start):
             m.d.comb += nxt["credit_ok"].eq(1)
