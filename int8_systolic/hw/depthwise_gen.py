@@ -32,8 +32,9 @@ with a free place in the output queue, so nothing ever has to stop mid-pipeline.
 ``start`` until ``busy`` falls. ``avail`` is how many of the input's ``total`` bytes in the buffer (from
 ``base``, at the pitch) are written: a row tile waits until the input rows its windows reach are in.
 Before its first step the generator spends :attr:`SETUP` cycles on the layer's constants. ``busy`` is
-high from the cycle after ``start`` until the last step is taken. At full rate (``o`` always ready)
-a layer's first step is offered ``SETUP + rows + LATENCY + cycles`` cycles after the cycle of ``start``
+high from the cycle after ``start`` until the last step is taken. At full rate (``o`` always ready, the input in the
+buffer: a tile whose rows are still arriving is tested on registered comparisons, a cycle or two late) a layer's
+first step is offered ``SETUP + rows + LATENCY + cycles`` cycles after the cycle of ``start``
 (the walker's ``rows`` pixels, the tile taken, the pipeline, the step's own cycles), and each next
 step its own cycles later.
 """
