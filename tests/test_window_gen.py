@@ -177,6 +177,18 @@ def test_reads_wait_for_their_bytes_while_the_input_loads(seed):
             assert max(real) < avail, (rd, avail)
 
 
+def test_reads_issue_as_their_bytes_arrive():
+    """Nor is a read held until the whole input is in: a 1x1 layer whose 12x12x8 input arrives a byte a cycle (1 152
+    cycles, against 288 steps) issues most of its reads while the rest loads."""
+    rng = random.Random(7)
+    x = np.random.default_rng(7).integers(-128, 128, (1, 12, 12, 8)).astype(np.int8)
+    g = Geometry.of(x.shape, (1, 1), (1, 1), (1, 1), "VALID")
+    out = run(g, x, 5, 2, 8, 8, rng, ramp=1)
+    assert out["steps"] == expected_steps(g, x, 5, 2, 8, 8)
+    early = sum(avail < x.size for avail in out["read_avail"])
+    assert early > len(out["read_avail"]) // 2, (early, len(out["read_avail"]))
+
+
 def test_fully_connected_is_a_one_by_one_convolution():
     """[batch, K] as [batch, 1, 1, K]: each row tile's K steps are its rows' inputs, in order."""
     rng = random.Random(5)

@@ -275,17 +275,26 @@ class WindowGenerator(wiring.Component):
         g6_raddr, g6_end = reg(g5_raddr, "g6_raddr"), reg(g5_end, "g6_end")
         read = data.StructLayout({"raddr": self.addr_width, "end": signed(len(g6_end)), "pad": width, "last": 1,
                                   "n": len(g6_n)})
-        # (buffered: the head comes from flip-flops, not through the queue's LUT RAM, into the issue's comparison)
-        reads = m.submodules.reads = fifo.SyncFIFOBuffered(width=read.size, depth=reads_depth)
+        # the read queue: reads_depth - 1 entries, then the head in flip-flops
+        reads = m.submodules.reads = fifo.SyncFIFO(width=read.size, depth=reads_depth - 1)
         entry = Signal(read)
         m.d.comb += [entry.raddr.eq(g6_raddr), entry.end.eq(g6_end), entry.pad.eq(pad), entry.last.eq(g6_last),
                      entry.n.eq(g6_n), reads.w_en.eq(g6_v), reads.w_data.eq(entry)]
 
-        # the issue: the queue's head, once its bytes are in (or the whole input is: past its end is padding)
-        head = Signal(read)
-        m.d.comb += head.eq(reads.r_data)
-        m.d.comb += issue.eq(reads.r_rdy & step_ok & ((self.avail >= self.total) | (head.end <= self.avail)))
-        m.d.comb += reads.r_en.eq(issue)
+        # the issue: the head, once its bytes are in (or the whole input is: past its end is padding). Both tests are
+        # registers a cycle old (avail only grows during a layer, so they are only ever late): the head's compares the
+        # entry it takes as it takes it, then itself every cycle, so no comparison is on the issue's path
+        head, head_v, head_in, all_in = Signal(read), Signal(), Signal(), Signal()
+        refill = Signal()
+        m.d.comb += [refill.eq(~head_v | issue), reads.r_en.eq(refill)]
+        m.d.sync += all_in.eq(self.avail >= self.total)
+        with m.If(refill & reads.r_rdy):
+            m.d.sync += [head.eq(reads.r_data), head_v.eq(1), head_in.eq(read(reads.r_data).end <= self.avail)]
+        with m.Else():
+            m.d.sync += head_in.eq(head.end <= self.avail)
+            with m.If(issue):
+                m.d.sync += head_v.eq(0)
+        m.d.comb += issue.eq(head_v & step_ok & (all_in | head_in))
         with m.If(~fsm.ongoing("IDLE")):
             # each credit's next value for both outcomes of the issue, from registers; the issue picks one last
             taken = queue.r_en & queue.r_rdy
