@@ -22,7 +22,7 @@ Contract:
 
 AXI: ARID 0, ARSIZE the bus width, ARBURST INCR, ARCACHE 0b0011 (normal, non-cacheable,
 bufferable), ARPROT 0; the AR payload is held stable while ARVALID waits for ARREADY.
-Latency: ARVALID rises 5 cycles after a command is taken (two of them checking it); a beat leaves on ``data`` the
+Latency: ARVALID rises 6 cycles after a command is taken (three of them checking it); a beat leaves on ``data`` the
 cycle after it is taken from the bus (the buffer's first word falls through).
 """
 
@@ -61,14 +61,16 @@ def check_parameters(component, data_width, max_burst, max_outstanding, *extra):
             raise ValueError(message)
 
 
-def command_error(m, cmd, win_base, win_limit, nbytes, *, whole_beats):
+def command_error(m, cmd, win_base, win_limit, nbytes, *, whole_beats, end=None):
     """The error bits (``ERRORS``, one set at most, 0 for a good command) of ``cmd`` against the window: its
-    address (and, with ``whole_beats``, its length) not a multiple of the bus, no bytes, or outside the window."""
-    end = Signal(34)
+    address (and, with ``whole_beats``, its length) not a multiple of the bus, no bytes, or outside the window.
+    ``end``: the command's ``addr + length`` (34 bits) if the caller has it, a register say."""
+    if end is None:
+        end = Signal(34)
+        m.d.comb += end.eq(cmd.addr + cmd.length)
     misaligned, empty, outside = Signal(), Signal(), Signal()
     unaligned_bits = (cmd.addr | cmd.length) if whole_beats else cmd.addr
     m.d.comb += [
-        end.eq(cmd.addr + cmd.length),
         misaligned.eq((unaligned_bits & (nbytes - 1)) != 0),
         empty.eq(cmd.length == 0),
         outside.eq((cmd.addr < win_base) | (end > win_limit)),
@@ -78,23 +80,26 @@ def command_error(m, cmd, win_base, win_limit, nbytes, *, whole_beats):
 
 
 def take_command(m, master, active, *, whole_beats):
-    """Take ``master.cmd`` into a register, check it there (:func:`command_error`, registered beside a copy of it), and
-    hand a good one over when the master is not ``active``; a bad one pulses ``master.error`` with its reason and is
-    dropped. Two registered stages; the next command is checked while one is split. Returns ``(good, cmd,
-    pending)``: ``good`` is high in the cycle a good command is handed over, ``cmd`` is that command (registers), and
-    ``pending`` says a command is in either stage (the master is not idle)."""
+    """Take ``master.cmd`` into a register, check it there (:func:`command_error`: its end, then the comparisons,
+    each registered beside a copy of it), and hand a good one over when the master is not ``active``; a bad one pulses
+    ``master.error`` with its reason and is dropped. Three registered stages; the next commands are checked while one
+    is split. Returns ``(good, cmd, pending)``: ``good`` is high in the cycle a good command is handed over, ``cmd`` is
+    that command (registers), and ``pending`` says a command is in a stage (the master is not idle)."""
     layout = master.cmd.payload.shape()
-    a_v, b_v = Signal(), Signal()
-    a, b = Signal(layout), Signal(layout)
+    a_v, e_v, b_v = Signal(), Signal(), Signal()
+    a, e, b = Signal(layout), Signal(layout), Signal(layout)
+    e_end = Signal(34)
     b_err = Signal(len(ERRORS))
-    error = command_error(m, a, master.win_base, master.win_limit, master.bytes, whole_beats=whole_beats)
+    error = command_error(m, e, master.win_base, master.win_limit, master.bytes, whole_beats=whole_beats, end=e_end)
     good, bad, pending = Signal(), Signal(), Signal()
     m.d.comb += [master.cmd.ready.eq(~a_v), good.eq(b_v & ~active & (b_err == 0)), bad.eq(b_v & (b_err != 0)),
-                 pending.eq(a_v | b_v)]
+                 pending.eq(a_v | e_v | b_v)]
     with m.If(master.cmd.valid & ~a_v):
         m.d.sync += [a_v.eq(1), a.eq(master.cmd.payload)]
-    with m.If(a_v & ~b_v):
-        m.d.sync += [a_v.eq(0), b_v.eq(1), b.eq(a), b_err.eq(error)]
+    with m.If(a_v & ~e_v):
+        m.d.sync += [a_v.eq(0), e_v.eq(1), e.eq(a), e_end.eq(a.addr + a.length)]
+    with m.If(e_v & ~b_v):
+        m.d.sync += [e_v.eq(0), b_v.eq(1), b.eq(e), b_err.eq(error)]
     with m.If(good | bad):
         m.d.sync += b_v.eq(0)
     m.d.sync += master.error.eq(Mux(bad, b_err, 0))

@@ -128,6 +128,7 @@ class WindowGenerator(wiring.Component):
         running = Signal()
         i = Signal(range(rows))
         off = Signal(32)
+        remaining = Signal(32)    # run_len - off, kept with off
         kh, kw = Signal(8), Signal(8)
         kh_rows = Signal(16)      # kh * dilation_h
         kh_wc = Signal(32)        # kh * dilation_h * wc
@@ -171,7 +172,8 @@ class WindowGenerator(wiring.Component):
                 # (kw_c is latched steps before the set-up's last: run_len and its test are final a cycle before)
                 m.d.sync += [run_len.eq(run_len_now), one_chunk.eq(run_len_now <= width)]
                 with m.If(step == self.SETUP - 1):
-                    m.d.sync += [*walker_reset(), running.eq(1), i.eq(0), off.eq(0), kh.eq(0), kw.eq(0),
+                    m.d.sync += [*walker_reset(), running.eq(1), i.eq(0), off.eq(0), remaining.eq(run_len),
+                                 kh.eq(0), kw.eq(0),
                                  kh_rows.eq(0), kh_wc.eq(0), kw_c.eq(0), nt.eq(0), first.eq(1), tile_p.eq(0),
                                  last_chunk.eq(one_chunk), last_ox.eq(one_ox), last_oy.eq(one_oy),
                                  last_kh.eq(one_kh), last_kw.eq(one_kw), last_nt.eq(one_nt),
@@ -199,7 +201,7 @@ class WindowGenerator(wiring.Component):
             with m.If(i == rows - 1):
                 m.d.sync += [i.eq(0), first.eq(0)]
                 with m.If(last_chunk):
-                    m.d.sync += [off.eq(0), last_chunk.eq(one_chunk)]
+                    m.d.sync += [off.eq(0), remaining.eq(run_len), last_chunk.eq(one_chunk)]
                     with m.If(~last_run & ~contiguous & ~last_kw):
                         m.d.sync += [kw.eq(kw + 1), kw_c.eq(kw_c + const["dw_c"]), last_kw.eq(kw + 2 == g.kernel_w)]
                     with m.Elif(~last_run):
@@ -217,7 +219,8 @@ class WindowGenerator(wiring.Component):
                             with m.If(last_tile):
                                 m.d.sync += running.eq(0)
                 with m.Else():
-                    m.d.sync += [off.eq(off + width), last_chunk.eq(off + 2 * width >= run_len)]
+                    m.d.sync += [off.eq(off + width), remaining.eq(remaining - width),
+                                 last_chunk.eq(off + 2 * width >= run_len)]
             with m.Else():
                 m.d.sync += i.eq(i + 1)
 
@@ -225,8 +228,6 @@ class WindowGenerator(wiring.Component):
             return delayed(m, value, 1, name)
 
         # G1: the read's terms, copied (every cycle: the counters move on after a read)
-        remaining = Signal(32)
-        m.d.comb += remaining.eq(run_len - off)
         g1_v, g1_first, g1_i = reg(adv, "g1_v"), reg(first, "g1_first"), reg(i, "g1_i")
         g1_bt, g1_xc, g1_yy = reg((bterm + yterm)[:32], "g1_bt"), reg(xc, "g1_xc"), reg(yy, "g1_yy")
         g1_ok = reg(p < const["pixels"], "g1_ok")
