@@ -54,11 +54,15 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
     chunks = [(p * pitch + a, px[a:a + 16], (p + 1) * pitch if a + 16 >= px.size else p * pitch + a + 16)
               for p, px in enumerate(pixels) for a in range(0, px.size, 16)]
 
-    async def write(ctx, offset, chunk):
+    def drive(ctx, offset, chunk):
+        """Present a write of ``chunk`` at ``offset`` from base (taken at the next tick)."""
         ctx.set(buf.w_en, 1)
         ctx.set(buf.w_addr, (base + offset) % DEPTH)
         ctx.set(buf.w_data, int.from_bytes(chunk.tobytes(), "little"))
         ctx.set(buf.w_strb, (1 << chunk.size) - 1)
+
+    async def write(ctx, offset, chunk):
+        drive(ctx, offset, chunk)
         await ctx.tick()
         ctx.set(buf.w_en, 0)
 
@@ -90,10 +94,7 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
                 ctx.set(buf.w_en, 0)
                 if written < len(chunks) and t % ramp == 0:
                     offset, chunk, avail_after = chunks[written]
-                    ctx.set(buf.w_en, 1)
-                    ctx.set(buf.w_addr, (base + offset) % DEPTH)
-                    ctx.set(buf.w_data, int.from_bytes(chunk.tobytes(), "little"))
-                    ctx.set(buf.w_strb, (1 << chunk.size) - 1)
+                    drive(ctx, offset, chunk)
                     written += 1
                     avail = avail_after
             ready = rng.random() < p_out

@@ -257,7 +257,7 @@ class DepthwiseWindows(wiring.Component):
         last_step = Signal()
         m.d.comb += last_step.eq(kw_last & kh_last & nt_last)
         load = Signal()         # the tile's registers' (hundreds of loads)
-        load_c = Signal()       # the same, for the tile's control: its decisions do not wait on load's long routes
+        load_c = Signal()       # the same decision from the fifth group's copies: the tile's control alone uses it
         m.d.comb += [load.eq(dup["running"][3] & nxt_full & (~dup["cur_valid"][3] | (issues[3] & last_step))),
                      load_c.eq(dup["running"][4] & nxt_full & (~dup["cur_valid"][4] | (issues[4] & last_step)))]
         # avail only grows during a layer, so comparisons a cycle or two old are safe (and only ever late). Each is a

@@ -138,7 +138,7 @@ class WindowGenerator(wiring.Component):
         tile_p = Signal(32)       # the row tile's first pixel
         # The counters' tests are registers, each set where its counter changes, from registers only: ox == out_w - 1,
         # oy == out_h - 1, kh == kernel_h - 1, kw == kernel_w - 1, nt == n_tiles - 1, the chunk is its run's last
-        # (off + width >= run_len), the row tile is the layer's last (tile_p + rows >= pixels); and the same at a
+        # (remaining <= width), the row tile is the layer's last (tile_p + rows >= pixels); and the same at a
         # counter's 0 (or a run's first chunk), set in the set-up.
         last_ox, last_oy, last_kh, last_kw, last_nt, last_chunk, last_tile = (Signal(name=f"last_{n}") for n in (
             "ox", "oy", "kh", "kw", "nt", "chunk", "tile"))
@@ -220,7 +220,7 @@ class WindowGenerator(wiring.Component):
                                 m.d.sync += running.eq(0)
                 with m.Else():
                     m.d.sync += [off.eq(off + width), remaining.eq(remaining - width),
-                                 last_chunk.eq(off + 2 * width >= run_len)]
+                                 last_chunk.eq(remaining <= 2 * width)]
             with m.Else():
                 m.d.sync += i.eq(i + 1)
 
