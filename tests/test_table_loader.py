@@ -13,7 +13,8 @@ from int8_systolic.sim.amaranth_bench import simulate
 ADDR = 0x400
 
 
-def run(dut, table, channels, base, rng, cycles=2000):
+def run(dut, table, channels, base, rng, cycles=2000, p_ready=0.7, p_offer=0.8, taken=None):
+    """``taken``: a list the cycles a beat is taken are appended to."""
     nbytes = dut.data_width // 8
     writes, done = [], []
 
@@ -24,18 +25,20 @@ def run(dut, table, channels, base, rng, cycles=2000):
         beats = []
         for t in range(cycles):
             ctx.set(dut.start, t == 2)
-            ctx.set(dut.rd_cmd.ready, rng.random() < 0.7)
+            ctx.set(dut.rd_cmd.ready, rng.random() < p_ready)
             if ctx.get(dut.rd_cmd.valid) and ctx.get(dut.rd_cmd.ready):
                 p = ctx.get(dut.rd_cmd.payload)
                 assert (p["addr"], p["length"]) == (ADDR, channels * ENTRY_BYTES)
                 chunk = table[:p["length"]]
                 beats = [chunk[i:i + nbytes] for i in range(0, len(chunk), nbytes)]
-            offer = bool(beats) and rng.random() < 0.8
+            offer = bool(beats) and rng.random() < p_offer
             ctx.set(dut.rd_data.valid, offer)
             if offer:
                 ctx.set(dut.rd_data.payload, {"data": int.from_bytes(beats[0], "little"), "last": len(beats) == 1})
                 if ctx.get(dut.rd_data.ready):
                     beats.pop(0)
+                    if taken is not None:
+                        taken.append(t)
             ctx.set(dut.cfg.ready, 1)
             if ctx.get(dut.cfg.valid):
                 p = ctx.get(dut.cfg.payload)
@@ -60,6 +63,22 @@ def test_every_entry_lands_at_its_lane_and_row(data_width, cols):
     writes, done = run(dut, pack_table(bias, mult, shift), n, base, rng)
     assert writes == [(base + c // cols, c % cols, int(bias[c]), int(mult[c]), int(shift[c])) for c in range(n)]
     assert len(done) == 1
+
+
+@pytest.mark.parametrize("data_width", [32, 64, 128])
+def test_a_beat_is_taken_every_cycle_the_port_offers_one(data_width):
+    """The loader keeps the read port's rate: it assembles the next entry while the last is written (a beat
+    refused while an entry waits for the core would leave the port idle a cycle in every entry's)."""
+    rng = random.Random(7)
+    n = 20
+    table = pack_table(np.arange(n), np.arange(n) + 1, np.zeros(n, np.int64))
+    taken = []
+    dut = TableLoader(8, 16, data_width)
+    writes, done = run(dut, table, n, 0, rng, p_ready=1.0, p_offer=1.0, taken=taken)
+    beats = n * ENTRY_BYTES * 8 // data_width
+    assert len(writes) == n
+    assert taken == list(range(taken[0], taken[0] + beats))
+    assert done == [taken[-1] + 1]
 
 
 def test_no_channels_is_done_at_once():

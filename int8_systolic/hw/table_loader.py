@@ -60,7 +60,8 @@ class TableLoader(wiring.Component):
     def elaborate(self, platform):
         m = Module()
         per_entry = ENTRY_BYTES * 8 // self.data_width   # beats per entry (1, 2 or 4)
-        entry = Signal(ENTRY_BYTES * 8)
+        entry = Signal(ENTRY_BYTES * 8)           # the entry being written (with `pending`)
+        partial = Signal(max(1, ENTRY_BYTES * 8 - self.data_width))   # the next entry's beats before its last
         beat = Signal(range(per_entry + 1))
         lane = Signal(range(max(self.cols, 2)))
         row = Signal(range(self.max_col_tiles))
@@ -80,24 +81,37 @@ class TableLoader(wiring.Component):
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += issued.eq(1)
 
-        # assemble an entry from its beats (lowest address first), then write it
-        m.d.comb += self.rd_data.ready.eq(self.busy & ~pending)
+        # assemble an entry from its beats (lowest address first) while the one before is written: a beat is taken
+        # whenever no entry waits or the waiting one is written in this cycle, so the loader keeps the port's rate
+        # (the core takes a cfg write every cycle)
+        written = Signal()
+        m.d.comb += [written.eq(self.cfg.valid & self.cfg.ready),
+                     self.rd_data.ready.eq(self.busy & (~pending | self.cfg.ready))]
+        assembled = Signal(ENTRY_BYTES * 8)
+        if per_entry == 1:
+            m.d.comb += assembled.eq(self.rd_data.payload.data[:ENTRY_BYTES * 8])
+        else:
+            m.d.comb += assembled.eq(Cat(partial, self.rd_data.payload.data))
         with m.If(self.rd_data.valid & self.rd_data.ready):
-            if per_entry == 1:
-                m.d.sync += entry.eq(self.rd_data.payload.data[:ENTRY_BYTES * 8])
-            else:
-                m.d.sync += entry.eq(Cat(entry[self.data_width:], self.rd_data.payload.data))
             with m.If(beat == per_entry - 1):
-                m.d.sync += [beat.eq(0), pending.eq(1)]
+                m.d.sync += [beat.eq(0), entry.eq(assembled)]
             with m.Else():
+                if per_entry > 1:
+                    m.d.sync += partial.eq(Cat(partial[self.data_width:], self.rd_data.payload.data))
                 m.d.sync += beat.eq(beat + 1)
+        completes = Signal()
+        m.d.comb += completes.eq(self.rd_data.valid & self.rd_data.ready & (beat == per_entry - 1))
+        with m.If(completes):
+            m.d.sync += pending.eq(1)
+        with m.Elif(written):
+            m.d.sync += pending.eq(0)
         m.d.comb += [
             self.cfg.valid.eq(pending), self.cfg.payload.addr.eq(row), self.cfg.payload.lane.eq(lane),
             self.cfg.payload.entry.bias.eq(entry[0:32]), self.cfg.payload.entry.multiplier.eq(entry[32:64]),
             self.cfg.payload.entry.shift.eq(entry[64:70]),
         ]
-        with m.If(self.cfg.valid & self.cfg.ready):
-            m.d.sync += [pending.eq(0), left.eq(left - 1)]
+        with m.If(written):
+            m.d.sync += left.eq(left - 1)
             with m.If(lane == self.cols - 1):
                 m.d.sync += [lane.eq(0), row.eq(row + 1)]
             with m.Else():
