@@ -1,6 +1,6 @@
 """hw.layer_check in Amaranth's simulator against a Python statement of the same checks: random MAC commands (good
 ones, and ones broken in each way the check names) give the same error bits and the same sizes, and done comes
-CYCLES + 1 cycles after start."""
+LayerCheck.check_cycles + 1 cycles after start."""
 
 import random
 
@@ -16,15 +16,15 @@ DEPTHS = {"in_depth": 4096, "w_depth": 8192, "out_depth": 2048, "max_col_tiles":
 RO, RW = (0x1000, 0x9000), (0x10000, 0x20000)
 
 
-def model(c):
+def model(c, rows=ROWS, cols=COLS):
     """(error bits, values) of a command, as docs/engine.md states the checks."""
     up = lambda v: -(-v // NB) * NB   # noqa: E731
     dw = c["op"] == commands.OPS["DEPTHWISE_CONV_2D"]
     k = c["kernel_h"] * c["kernel_w"] * (1 if dw else c["in_c"])
-    n_tiles = -(-c["out_c"] // COLS)
+    n_tiles = -(-c["out_c"] // cols)
     pixels = c["batch"] * c["out_h"] * c["out_w"]
     in_len = up(c["batch"] * c["in_h"] * c["in_w"] * c["in_c"])
-    w_len = up(n_tiles * k * COLS)
+    w_len = up(n_tiles * k * cols)
     t_len = 16 * c["out_c"]
     out_len = pixels * c["out_c"]
     fc = c["op"] == commands.OPS["FULLY_CONNECTED"]
@@ -55,7 +55,7 @@ def model(c):
     failed = [n for n, b in (("INCONSISTENT", shape), ("UNSUPPORTED", unsupported), ("TOO_BIG", too_big),
                              ("MISALIGNED", misaligned), ("WINDOW", window)) if b]
     bits = 1 << ERRORS[failed[0]] if failed else 0     # the first failed check only
-    values = {"k": k, "n_tiles": n_tiles, "pixels": pixels, "m_tiles": -(-pixels // ROWS)}
+    values = {"k": k, "n_tiles": n_tiles, "pixels": pixels, "m_tiles": -(-pixels // rows)}
     if not too_big:     # sizes past the buffers may saturate: compared only when they fit
         values.update(in_len=in_len, w_len=w_len, t_len=t_len, out_len=out_len, in_buf=in_buf, out_buf=out_buf,
                       capture=int(beside))
@@ -121,8 +121,8 @@ BREAKS = [
 ]
 
 
-def run(cmds):
-    dut = LayerCheck(ROWS, COLS, data_width=8 * NB, **DEPTHS)
+def run(cmds, rows=ROWS, cols=COLS):
+    dut = LayerCheck(rows, cols, data_width=8 * NB, **DEPTHS)
     got = []
 
     async def bench(ctx):
@@ -137,7 +137,7 @@ def run(cmds):
             ctx.set(dut.start, 0)
             for t in range(200):
                 if ctx.get(dut.done):
-                    assert t == LayerCheck.CYCLES, t
+                    assert t == dut.cycles, t
                     got.append((ctx.get(dut.error), {f: ctx.get(getattr(dut, f)) for f in (
                         "k", "n_tiles", "pixels", "m_tiles", "in_len", "w_len", "t_len", "out_len", "in_buf",
                         "out_buf", "khc", "shc", "row_bytes", "capture")}))
@@ -149,16 +149,18 @@ def run(cmds):
     return got
 
 
-def test_checks_equal_the_model():
+@pytest.mark.parametrize(("rows", "cols"), [(ROWS, COLS), (5, 3)])
+def test_checks_equal_the_model(rows, cols):
+    """An array of powers of two divides by shifts, another by a quotient a bit a cycle: the same values."""
     rng = random.Random(1)
     cmds = [good_command(rng) for _ in range(6)]
     for b in BREAKS:
         c = good_command(rng)
         b(c, rng)
         cmds.append(c)
-    got = run(cmds)
+    got = run(cmds, rows, cols)
     for c, (bits, values) in zip(cmds, got, strict=True):
-        want_bits, want_values = model(c)
+        want_bits, want_values = model(c, rows, cols)
         assert bits == want_bits, c
         assert {k: values[k] for k in want_values} == want_values, c
     assert sum(1 for c in cmds if model(c)[0] == 0) >= 6, "the good commands are good"

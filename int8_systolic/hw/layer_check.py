@@ -3,7 +3,7 @@
 On ``start`` the check takes the decoded command (``command``, :func:`hw.commands.layout`; its fields
 already at their minimums, :class:`hw.command_fetch.CommandFetch`), the two windows and computes, one
 product a step (one pipelined multiplier, :mod:`hw.products`) or one quotient bit a cycle, then checks in
-registered stages (:attr:`LayerCheck.CYCLES` cycles in all; ``dsp`` is the multiplier's kind):
+registered stages (:meth:`LayerCheck.check_cycles` cycles in all; ``dsp`` is the multiplier's kind):
 
 - ``k`` = kernel_h * kernel_w * in_c (kernel_h * kernel_w for DEPTHWISE_CONV_2D), ``n_tiles`` =
   ceil(out_c / cols), ``pixels`` = batch * out_h * out_w, ``m_tiles`` = ceil(pixels / rows);
@@ -51,6 +51,10 @@ ERRORS = {"INCONSISTENT": 0, "UNSUPPORTED": 1, "TOO_BIG": 2, "MISALIGNED": 3, "W
 _MAX = (1 << 32) - 1
 
 
+def _pow2(n):
+    return n & (n - 1) == 0
+
+
 class LayerCheck(wiring.Component):
     # (result, factor, factor): factors are command fields, earlier results, "<field>-1", the constant "cols",
     # "in_c_or_1" (1 for DEPTHWISE_CONV_2D, whose K is the taps alone) and "n_tiles"; in the order hw.products
@@ -66,10 +70,14 @@ class LayerCheck(wiring.Component):
         ("stk_row", "khc", "in_w"), ("stk_img", "stk_row", "out_h"), ("stk_buf", "stk_img", "batch"),
     )
     SETUP = setup_cycles(PRODUCTS)
-    # ceil(out_c / cols) (17 quotient bits, a bit a cycle) and n_tiles latched, then the products, then
-    # ceil(pixels / rows) (32 bits), then the lengths, the ends, the flags and the check a cycle each: ``done``
-    # pulses CYCLES + 1 cycles after the cycle of ``start``
-    CYCLES = 17 + 1 + SETUP + 32 + 4
+
+    @staticmethod
+    def check_cycles(rows, cols):
+        """The check's latency: ``done`` pulses this many cycles and one after the cycle of ``start``.
+        ceil(out_c / cols) (a shift when cols is a power of two, else 17 quotient bits, a bit a cycle) and n_tiles
+        latched, then the products, then ceil(pixels / rows) (likewise, 32 bits), then the lengths, the ends, the
+        flags and the check a cycle each."""
+        return (1 if _pow2(cols) else 17 + 1) + LayerCheck.SETUP + (0 if _pow2(rows) else 32) + 4
 
     def __init__(self, rows, cols, *, data_width=64, in_depth=4096, w_depth=4096, out_depth=4096, max_col_tiles=64,
                  bank_bytes=8, lanes=64, dsp="generic"):
@@ -77,6 +85,7 @@ class LayerCheck(wiring.Component):
         self.lanes = lanes
         self.in_depth, self.w_depth, self.out_depth, self.max_col_tiles = in_depth, w_depth, out_depth, max_col_tiles
         self.dsp = dsp
+        self.cycles = self.check_cycles(rows, cols)
         super().__init__({
             "start": In(1), "command": In(commands.layout()),
             "ro_base": In(32), "ro_limit": In(33), "rw_base": In(32), "rw_limit": In(33),
@@ -119,6 +128,12 @@ class LayerCheck(wiring.Component):
             return [div_x.eq(Mux(up[32], _MAX, up[:32]) << (32 - bits)), rem.eq(0), quo.eq(0), bit.eq(bits),
                     divisor.eq(d)]
 
+        def ceil_shift(x, d):
+            # ceil(x / d) for d a power of two, rounded as start_division rounds (x + d - 1 saturating at 32 bits)
+            up = Signal(33, name=f"up_shift_{len(x)}")
+            m.d.comb += up.eq(x + d - 1)
+            return Mux(up[32], _MAX, up[:32]) >> (d.bit_length() - 1)
+
         division_step = [rem.eq(Mux(trial[33], Cat(div_x[31], rem)[:33], trial[:33])),
                          quo.eq(Cat(~trial[33], quo[:31])), div_x.eq(div_x << 1), bit.eq(bit - 1)]
 
@@ -148,27 +163,35 @@ class LayerCheck(wiring.Component):
         m.d.sync += self.done.eq(0)
         with m.FSM() as fsm:
             with m.State("IDLE"), m.If(self.start):
-                m.d.sync += start_division(c.out_c, self.cols, 17)
-                m.next = "N_TILES"
+                if _pow2(self.cols):
+                    m.next = "N_DONE"
+                else:
+                    m.d.sync += start_division(c.out_c, self.cols, 17)
+                    m.next = "N_TILES"
             with m.State("N_TILES"):
                 m.d.sync += division_step
                 with m.If(bit == 1):
                     m.next = "N_DONE"
             with m.State("N_DONE"):
-                m.d.sync += [n_tiles.eq(quo), step.eq(0)]
+                m.d.sync += [n_tiles.eq(ceil_shift(c.out_c, self.cols) if _pow2(self.cols) else quo), step.eq(0)]
                 m.next = "PRODUCTS"
             with m.State("PRODUCTS"):
                 m.d.sync += step.eq(step + 1)
                 latch_products(m, self.PRODUCTS, val, product, step)
                 with m.If(step == self.SETUP - 1):
-                    m.d.sync += start_division(val["pixels"], self.rows, 32)
-                    m.next = "M_TILES"
+                    if _pow2(self.rows):
+                        m.next = "WEIGHTS"
+                    else:
+                        m.d.sync += start_division(val["pixels"], self.rows, 32)
+                        m.next = "M_TILES"
             with m.State("M_TILES"):
                 m.d.sync += division_step
                 with m.If(bit == 1):
                     m.next = "WEIGHTS"
             with m.State("WEIGHTS"):
-                m.d.sync += [self.m_tiles.eq(quo), in_len.eq(beats(val["in_bytes"])), w_len.eq(beats(val["w_bytes"])),
+                m_tiles = ceil_shift(val["pixels"], self.rows) if _pow2(self.rows) else quo
+                m.d.sync += [self.m_tiles.eq(m_tiles), in_len.eq(beats(val["in_bytes"])),
+                             w_len.eq(beats(val["w_bytes"])),
                              t_len.eq(c.out_c * ENTRY_BYTES), in_pad_h.eq(c.in_h + c.pad_top),
                              in_pad_w.eq(c.in_w + c.pad_left),
                              in_buf.eq(Mux(c.stack, val["stk_buf"], val["in_buf"])),
