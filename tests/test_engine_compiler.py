@@ -107,7 +107,7 @@ def test_channel_chunks_of_a_one_pixel_layer():
     parts = _tiles("FULLY_CONNECTED", g, 128, 640, stack=False, cols=8, data_width=64, max_col_tiles=64,
                    **DEFAULTS)
     # the largest chunk that fits first: 12 tiles (61 440 bytes of the 65 536), then the 4 left
-    assert [(c, o, w, t) for _, c, _, o, w, t in parts] == [(96, 0, 0, 0), (32, 96, 96 * 640, 96 * 16)]
+    assert [(c, o, w, t) for _, c, _, o, w, t in parts] == [(96, 0, 0, 0), (32, 96, 96 * 640, 96 * 12)]
     assert _tiles("FULLY_CONNECTED", Geometry(2, 1, 1, 640, 1, 1, 1, 1), 128, 640, stack=False, cols=8,
                   data_width=64, max_col_tiles=64, **DEFAULTS) is None, "batch 2: a chunk's output is not contiguous"
 

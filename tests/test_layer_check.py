@@ -25,7 +25,7 @@ def model(c, rows=ROWS, cols=COLS):
     pixels = c["batch"] * c["out_h"] * c["out_w"]
     in_len = up(c["batch"] * c["in_h"] * c["in_w"] * c["in_c"])
     w_len = up(n_tiles * k * cols)
-    t_len = 16 * c["out_c"]
+    t_len = up(12 * c["out_c"])
     out_len = pixels * c["out_c"]
     fc = c["op"] == commands.OPS["FULLY_CONNECTED"]
     ones = all(c[f] == 1 for f in ("in_h", "in_w", "out_h", "out_w", "kernel_h", "kernel_w"))

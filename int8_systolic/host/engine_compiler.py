@@ -272,7 +272,7 @@ def _tiles(kind, g, out_c, k, *, stack, cols, data_width, max_col_tiles, **depth
                     return parts
     elif g.pixels == 1:
         n_tiles = -(-out_c // cols)
-        step = nb // math.gcd(nb, cols)      # a chunk's tiles: whole bus words of output
+        step = nb // math.gcd(nb, cols)      # a chunk's tiles: whole bus words of output (and of table entries)
         for chunk in range(n_tiles - n_tiles % step or step, 0, -step):
             parts = []
             for nt0 in range(0, n_tiles, chunk):

@@ -6,7 +6,7 @@ What the compiler writes into the engine's memory image for a layer (docs/engine
   order (the window generator's), output channels past N zero; a DEPTHWISE_CONV_2D's [1, KH, KW, N]
   filter goes in as [N, KH, KW] (K the taps, the depthwise generator's order); a row-stacked CONV_2D's
   K is in (kw, kh, c) order;
-- :func:`table_image`: 16 bytes a channel (:func:`hw.table_loader.pack_table`): the bias with the
+- :func:`table_image`: 12 bytes a channel (:func:`hw.table_loader.pack_table`): the bias with the
   input zero point folded in (``bias - z_a * sum_k w[k][n]``: padding taps read the zero point, so
   they add nothing), the multiplier and the shift;
 - :func:`mac_command`: the descriptor (:mod:`hw.commands`), geometry from :class:`host.windows.Geometry`.

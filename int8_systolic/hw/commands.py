@@ -62,7 +62,7 @@ FIELDS = (
                               "read-write window"),
     F("weights_addr", 2, 0, 32, "byte address of the weights in the engine's layout (docs/engine.md), read-only "
                                 "window"),
-    F("table_addr", 3, 0, 32, "byte address of the per-channel table, 16 bytes a channel, read-only window"),
+    F("table_addr", 3, 0, 32, "byte address of the per-channel table, 12 bytes a channel, read-only window"),
     F("output_addr", 4, 0, 32, "byte address of the output tensor (NHWC int8, packed), read-write window"),
     F("in_h", 5, 0, 16, "input height (1 for FULLY_CONNECTED)", minimum=1),
     F("in_w", 5, 16, 16, "input width (1 for FULLY_CONNECTED)", minimum=1),

@@ -8,7 +8,7 @@ registered stages (:meth:`LayerCheck.check_cycles` cycles in all; ``dsp`` is the
 - ``k`` = kernel_h * kernel_w * in_c (kernel_h * kernel_w for DEPTHWISE_CONV_2D), ``n_tiles`` =
   ceil(out_c / cols), ``pixels`` = batch * out_h * out_w, ``m_tiles`` = ceil(pixels / rows);
 - the bytes the layer moves: its input (batch * in_h * in_w * in_c, rounded up to whole beats),
-  weights (n_tiles * k * cols, the engine's layout, rounded up), table (16 per output channel) and
+  weights (n_tiles * k * cols, the engine's layout, rounded up), table (12 per output channel, rounded up) and
   output (pixels * out_c). The input takes ``in_buf`` = batch * in_h * in_w * pitch bytes of the
   input buffer (:func:`hw.depthwise_gen.input_pitch`), or row-stacked (``stack``, :class:`hw.stacker.Stacker`)
   batch * out_h * ``row_bytes`` (``row_bytes`` = in_w * ``khc``, ``khc`` = kernel_h * in_c; ``shc`` = stride_h
@@ -192,7 +192,7 @@ class LayerCheck(wiring.Component):
                 m_tiles = ceil_shift(val["pixels"], self.rows) if _pow2(self.rows) else quo
                 m.d.sync += [self.m_tiles.eq(m_tiles), in_len.eq(beats(val["in_bytes"])),
                              w_len.eq(beats(val["w_bytes"])),
-                             t_len.eq(c.out_c * ENTRY_BYTES), in_pad_h.eq(c.in_h + c.pad_top),
+                             t_len.eq(beats(c.out_c * ENTRY_BYTES)), in_pad_h.eq(c.in_h + c.pad_top),
                              in_pad_w.eq(c.in_w + c.pad_left),
                              in_buf.eq(Mux(c.stack, val["stk_buf"], val["in_buf"])),
                              unsupported.eq(c.bypass | (c.stack & ((c.dilation_h != 1) | (val["khc"] >> 16 != 0))))]

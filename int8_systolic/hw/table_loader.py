@@ -1,31 +1,39 @@
 """The engine's table loader: a layer's per-channel table, read from memory, written into the core's tables.
 
-In memory a layer's table is ``ENTRY_BYTES`` (16) bytes per output channel, little-endian:
-the folded bias (int32: ``bias - input_zero_point * sum(weights)``), the multiplier (int32) and the
-shift (int8), then padding (:func:`pack_table` writes it). On ``start`` the loader reads the
-``channels`` entries at ``addr`` through a read port (``rd_cmd``/``rd_data``, an
+In memory a layer's table is ``ENTRY_BYTES`` (12) bytes per output channel, little-endian and packed (an
+entry may straddle two beats): the folded bias (int32: ``bias - input_zero_point * sum(weights)``), the
+multiplier (int32) and the shift (int8), then 3 bytes of padding (:func:`pack_table` writes it); the table's
+length is rounded up to whole beats (:func:`table_bytes`), the bytes past the last entry unused. On ``start`` the
+loader reads the ``channels`` entries at ``addr`` through a read port (``rd_cmd``/``rd_data``, an
 :class:`hw.axi_reader.AxiReader`'s) and writes entry n on ``cfg`` (the core's table stream) at
 ``lane = n % cols``, ``addr = base + n // cols``: the table rows of the layer's column tiles from
-``base`` on. ``done`` pulses after the last entry is written; the core takes a ``cfg`` write every
-cycle, so the loader runs at the read port's rate (an entry every ``16 / bus bytes`` beats).
+``base`` on. ``done`` pulses after the last entry is written. The core takes a ``cfg`` write every cycle, so
+the loader takes a beat every cycle the port offers one (an entry a cycle at most: at 128 bits, three beats in
+four).
 """
 
 import numpy as np
-from amaranth import Cat, Module, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axi_reader import command_layout
 from .channel_table import config_layout
 
-__all__ = ["ENTRY_BYTES", "TableLoader", "pack_table"]
+__all__ = ["ENTRY_BYTES", "TableLoader", "pack_table", "table_bytes"]
 
-ENTRY_BYTES = 16
+ENTRY_BYTES = 12
+
+
+def table_bytes(channels, data_width):
+    """A table's length in memory and on the read port: ``channels`` entries, rounded up to whole beats."""
+    nbytes = data_width // 8
+    return -(-channels * ENTRY_BYTES // nbytes) * nbytes
 
 
 def pack_table(bias, multiplier, shift):
     """A layer's table in the engine's memory format: for each channel its folded bias and multiplier (int32) and
-    shift (int8), 16 bytes."""
+    shift (int8), 12 bytes."""
     bias, multiplier, shift = (np.asarray(v, np.int64).reshape(-1) for v in (bias, multiplier, shift))
     n = bias.size
     if not (multiplier.size == shift.size == n):
@@ -59,49 +67,60 @@ class TableLoader(wiring.Component):
 
     def elaborate(self, platform):
         m = Module()
-        per_entry = ENTRY_BYTES * 8 // self.data_width   # beats per entry (1, 2 or 4)
+        nbytes = self.data_width // 8
+        # The entries' bytes go through `acc`, lowest address first: `have` bytes valid (a multiple of 4, the
+        # greatest common divisor of a beat and an entry); a beat lands above them, an entry leaves from the bottom.
+        cap = ENTRY_BYTES + nbytes
+        acc = Signal(8 * cap)
+        have = Signal(range(cap + 1))
         entry = Signal(ENTRY_BYTES * 8)           # the entry being written (with `pending`)
-        partial = Signal(max(1, ENTRY_BYTES * 8 - self.data_width))   # the next entry's beats before its last
-        beat = Signal(range(per_entry + 1))
+        pending = Signal()                        # an entry assembled, not yet written
         lane = Signal(range(max(self.cols, 2)))
         row = Signal(range(self.max_col_tiles))
-        left = Signal(16)
-        pending = Signal()     # an entry assembled, not yet written
+        left = Signal(16)                         # entries not yet written
+        to_emit = Signal(16)                      # entries not yet assembled
 
-        m.d.comb += [self.rd_cmd.payload.addr.eq(self.addr),
-                     self.rd_cmd.payload.length.eq(self.channels * ENTRY_BYTES)]
+        length = Signal(20)
+        m.d.comb += [length.eq((self.channels * ENTRY_BYTES + nbytes - 1) & ~(nbytes - 1)),
+                     self.rd_cmd.payload.addr.eq(self.addr), self.rd_cmd.payload.length.eq(length)]
         m.d.sync += self.done.eq(0)
         issued = Signal()
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(self.channels != 0), issued.eq(0), lane.eq(0), row.eq(self.base),
-                         left.eq(self.channels), beat.eq(0)]
+                         left.eq(self.channels), to_emit.eq(self.channels)]
             with m.If(self.channels == 0):
                 m.d.sync += self.done.eq(1)
         m.d.comb += self.rd_cmd.valid.eq(self.busy & ~issued)
         with m.If(self.rd_cmd.valid & self.rd_cmd.ready):
             m.d.sync += issued.eq(1)
 
-        # assemble an entry from its beats (lowest address first) while the one before is written: a beat is taken
-        # whenever no entry waits or the waiting one is written in this cycle, so the loader keeps the port's rate
-        # (the core takes a cfg write every cycle)
+        # an entry leaves when `acc` holds one and the register is free (or written in this cycle); a beat is taken
+        # when it fits above what stays (the padding after the last entry is taken and dropped with the rest)
         written = Signal()
+        emit = Signal()
         m.d.comb += [written.eq(self.cfg.valid & self.cfg.ready),
-                     self.rd_data.ready.eq(self.busy & (~pending | self.cfg.ready))]
-        assembled = Signal(ENTRY_BYTES * 8)
-        if per_entry == 1:
-            m.d.comb += assembled.eq(self.rd_data.payload.data[:ENTRY_BYTES * 8])
-        else:
-            m.d.comb += assembled.eq(Cat(partial, self.rd_data.payload.data))
-        with m.If(self.rd_data.valid & self.rd_data.ready):
-            with m.If(beat == per_entry - 1):
-                m.d.sync += [beat.eq(0), entry.eq(assembled)]
-            with m.Else():
-                if per_entry > 1:
-                    m.d.sync += partial.eq(Cat(partial[self.data_width:], self.rd_data.payload.data))
-                m.d.sync += beat.eq(beat + 1)
-        completes = Signal()
-        m.d.comb += completes.eq(self.rd_data.valid & self.rd_data.ready & (beat == per_entry - 1))
-        with m.If(completes):
+                     emit.eq((have >= ENTRY_BYTES) & (to_emit != 0) & (~pending | self.cfg.ready))]
+        kept = Signal(range(cap + 1))             # bytes that stay in `acc` this cycle
+        m.d.comb += kept.eq(have - Mux(emit, ENTRY_BYTES, 0))
+        m.d.comb += self.rd_data.ready.eq(self.busy & (kept + nbytes <= cap))
+        take = Signal()
+        m.d.comb += take.eq(self.rd_data.valid & self.rd_data.ready)
+        rest = Signal.like(acc)
+        m.d.comb += rest.eq(Mux(emit, acc >> (8 * ENTRY_BYTES), acc))
+        with m.If(take):
+            placed = Signal.like(acc)
+            with m.Switch(kept):
+                for k in range(0, cap - nbytes + 1, 4):
+                    with m.Case(k):
+                        m.d.comb += placed.eq(Cat(rest[:8 * k], self.rd_data.payload.data))
+            m.d.sync += [acc.eq(placed), have.eq(kept + nbytes)]
+        with m.Else():
+            m.d.sync += [acc.eq(rest), have.eq(kept)]
+        with m.If(self.start & ~self.busy):
+            m.d.sync += have.eq(0)          # (the last table's padding dropped: a beat lands above `have` bytes only)
+        with m.If(emit):
+            m.d.sync += [entry.eq(acc[:ENTRY_BYTES * 8]), to_emit.eq(to_emit - 1)]
+        with m.If(emit):
             m.d.sync += pending.eq(1)
         with m.Elif(written):
             m.d.sync += pending.eq(0)
