@@ -79,6 +79,7 @@ class TableLoader(wiring.Component):
         row = Signal(range(self.max_col_tiles))
         left = Signal(16)                         # entries not yet written
         to_emit = Signal(16)                      # entries not yet assembled
+        more = Signal()                           # to_emit is not 0 (kept with it: no 16-bit test on `ready`)
 
         length = Signal(20)
         m.d.comb += [length.eq((self.channels * ENTRY_BYTES + nbytes - 1) & ~(nbytes - 1)),
@@ -87,7 +88,7 @@ class TableLoader(wiring.Component):
         issued = Signal()
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(self.channels != 0), issued.eq(0), lane.eq(0), row.eq(self.base),
-                         left.eq(self.channels), to_emit.eq(self.channels)]
+                         left.eq(self.channels), to_emit.eq(self.channels), more.eq(self.channels != 0)]
             with m.If(self.channels == 0):
                 m.d.sync += self.done.eq(1)
         m.d.comb += self.rd_cmd.valid.eq(self.busy & ~issued)
@@ -99,7 +100,7 @@ class TableLoader(wiring.Component):
         written = Signal()
         emit = Signal()
         m.d.comb += [written.eq(self.cfg.valid & self.cfg.ready),
-                     emit.eq((have >= ENTRY_BYTES) & (to_emit != 0) & (~pending | self.cfg.ready))]
+                     emit.eq((have >= ENTRY_BYTES) & more & (~pending | self.cfg.ready))]
         kept = Signal(range(cap + 1))             # bytes that stay in `acc` this cycle
         m.d.comb += kept.eq(have - Mux(emit, ENTRY_BYTES, 0))
         m.d.comb += self.rd_data.ready.eq(self.busy & (kept + nbytes <= cap))
@@ -119,7 +120,7 @@ class TableLoader(wiring.Component):
         with m.If(self.start & ~self.busy):
             m.d.sync += have.eq(0)          # (the last table's padding dropped: a beat lands above `have` bytes only)
         with m.If(emit):
-            m.d.sync += [entry.eq(acc[:ENTRY_BYTES * 8]), to_emit.eq(to_emit - 1)]
+            m.d.sync += [entry.eq(acc[:ENTRY_BYTES * 8]), to_emit.eq(to_emit - 1), more.eq(to_emit != 1)]
         with m.If(emit):
             m.d.sync += pending.eq(1)
         with m.Elif(written):
