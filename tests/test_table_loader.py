@@ -13,9 +13,10 @@ from int8_systolic.sim.amaranth_bench import simulate
 ADDR = 0x400
 
 
-def run(dut, table, channels, base, rng, cycles=2000, p_ready=0.7, p_offer=0.8, taken=None, then=()):
+def run(dut, table, channels, base, rng, cycles=2000, p_ready=0.7, p_offer=0.8, taken=None, then=(), p_cfg=1.0):
     """``taken``: a list the cycles a beat is taken are appended to; ``then``: more (table, channels, base) loaded
-    through the same loader, each started two cycles after the last one's ``done``."""
+    through the same loader, each started two cycles after the last one's ``done``; ``p_cfg``: how often the core
+    takes a ``cfg`` write (the engine's core always does)."""
     nbytes = dut.data_width // 8
     writes, done = [], []
     jobs = [(table, channels, base), *then]
@@ -38,6 +39,7 @@ def run(dut, table, channels, base, rng, cycles=2000, p_ready=0.7, p_offer=0.8, 
                 # (the bytes past the last entry, up to the whole beat, are whatever memory holds)
                 chunk = table + bytes(rng.randrange(256) for _ in range(p["length"] - len(table)))
                 beats = [chunk[i:i + nbytes] for i in range(0, len(chunk), nbytes)]
+            ctx.set(dut.cfg.ready, rng.random() < p_cfg)      # (before rd_data.ready is read: it depends on it)
             offer = bool(beats) and rng.random() < p_offer
             ctx.set(dut.rd_data.valid, offer)
             if offer:
@@ -46,8 +48,7 @@ def run(dut, table, channels, base, rng, cycles=2000, p_ready=0.7, p_offer=0.8, 
                     beats.pop(0)
                     if taken is not None:
                         taken.append(t)
-            ctx.set(dut.cfg.ready, 1)
-            if ctx.get(dut.cfg.valid):
+            if ctx.get(dut.cfg.valid) and ctx.get(dut.cfg.ready):
                 p = ctx.get(dut.cfg.payload)
                 e = p["entry"]
                 writes.append((p["addr"], p["lane"], e["bias"], e["multiplier"], e["shift"]))
@@ -68,8 +69,11 @@ def test_every_entry_lands_at_its_lane_and_row(data_width, cols):
     mult = np.array([rng.randint(-2**31, 2**31 - 1) for _ in range(n)])
     shift = np.array([rng.randint(-31, 30) for _ in range(n)])
     dut = TableLoader(cols, 16, data_width)
-    writes, done = run(dut, pack_table(bias, mult, shift), n, base, rng)
-    assert writes == [(base + c // cols, c % cols, int(bias[c]), int(mult[c]), int(shift[c])) for c in range(n)]
+    for p_cfg in (1.0, 0.5):      # (a core that refuses writes holds the entry, and the beats behind it)
+        writes, done = run(dut if p_cfg == 1.0 else TableLoader(cols, 16, data_width), pack_table(bias, mult, shift),
+                           n, base, rng, p_cfg=p_cfg)
+        assert writes == [(base + c // cols, c % cols, int(bias[c]), int(mult[c]), int(shift[c]))
+                          for c in range(n)]
     assert len(done) == 1
 
 
