@@ -78,8 +78,7 @@ class TableLoader(wiring.Component):
         lane = Signal(range(max(self.cols, 2)))
         row = Signal(range(self.max_col_tiles))
         left = Signal(16)                         # entries not yet written
-        to_emit = Signal(16)                      # entries not yet assembled
-        more = Signal()                           # to_emit is not 0 (kept with it: no 16-bit test on `ready`)
+        more = Signal()                           # entries remain to be assembled (a register: no count on `ready`)
 
         length = Signal(20)
         m.d.comb += [length.eq((self.channels * ENTRY_BYTES + nbytes - 1) & ~(nbytes - 1)),
@@ -88,7 +87,7 @@ class TableLoader(wiring.Component):
         issued = Signal()
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(self.channels != 0), issued.eq(0), lane.eq(0), row.eq(self.base),
-                         left.eq(self.channels), to_emit.eq(self.channels), more.eq(self.channels != 0)]
+                         left.eq(self.channels), more.eq(self.channels != 0)]
             with m.If(self.channels == 0):
                 m.d.sync += self.done.eq(1)
         m.d.comb += self.rd_cmd.valid.eq(self.busy & ~issued)
@@ -120,7 +119,9 @@ class TableLoader(wiring.Component):
         with m.If(self.start & ~self.busy):
             m.d.sync += have.eq(0)          # (the last table's padding dropped: a beat lands above `have` bytes only)
         with m.If(emit):
-            m.d.sync += [entry.eq(acc[:ENTRY_BYTES * 8]), to_emit.eq(to_emit - 1), more.eq(to_emit != 1)]
+            # (assembled after this one: the written, the one waiting and this one; so more remain while
+            # channels - left + pending + 1 < channels)
+            m.d.sync += [entry.eq(acc[:ENTRY_BYTES * 8]), more.eq(left > pending + 1)]
         with m.If(emit):
             m.d.sync += pending.eq(1)
         with m.Elif(written):
