@@ -14,7 +14,7 @@ from amaranth.lib import wiring
 from int8_systolic.golden import staged
 from int8_systolic.host.windows import Geometry, depthwise_step_cycles
 from int8_systolic.hw.byte_buffer import ByteBuffer
-from int8_systolic.hw.depthwise_gen import DepthwiseWindows, input_pitch
+from int8_systolic.hw.depthwise_gen import DepthwiseWindows, InputLayout, input_pitch, input_split
 from int8_systolic.sim.amaranth_bench import simulate
 
 DEPTH = 8192
@@ -42,16 +42,18 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
     bench = Bench(rows, cols, banks, bank_bytes)
     gen, buf = bench.gen, bench.buf
     pitch = input_pitch(g.in_c, bank_bytes, beat)
+    layout = InputLayout(g.in_h, g.in_w, pitch, *input_split(g.in_c, g.stride_h, g.stride_w, beat))
     pixels = np.asarray(x, np.int8).reshape(-1, g.in_c).view(np.uint8)
+    places = [layout.address(b, y, xx) for b in range(g.batch) for y in range(g.in_h) for xx in range(g.in_w)]
     total = len(pixels) * pitch
     out_c = g.in_c * mult
     n_tiles = -(-out_c // cols)
     expect = -(-g.pixels // rows) * n_tiles * g.kernel_h * g.kernel_w
     out = {"steps": [], "when": [], "setup": gen.SETUP}
 
-    # the input's 16-byte chunks at their offsets from base, and what avail is once each is written (a pixel's last
-    # chunk completes its pitch)
-    chunks = [(p * pitch + a, px[a:a + 16], (p + 1) * pitch if a + 16 >= px.size else p * pitch + a + 16)
+    # the input's 16-byte chunks at their places from base (hw.depthwise_gen.InputLayout), and what avail is once
+    # each is written (the pixels' bytes in NHWC order at the pitch: a pixel's last chunk completes its pitch)
+    chunks = [(places[p] + a, px[a:a + 16], (p + 1) * pitch if a + 16 >= px.size else p * pitch + a + 16)
               for p, px in enumerate(pixels) for a in range(0, px.size, 16)]
 
     def drive(ctx, offset, chunk):
@@ -79,8 +81,8 @@ def run(g, x, mult, zero_point, rows, cols, banks, bank_bytes, rng, *, p_out=0.8
         ctx.set(gen.geometry, {**{f: getattr(g, f) for f in (
             "batch", "in_h", "in_w", "out_h", "out_w", "kernel_h", "kernel_w", "stride_h", "stride_w",
             "dilation_h", "dilation_w", "pad_top", "pad_left")}, "depth_multiplier": mult,
-            "n_tiles": n_tiles, "zero_point": zero_point, "pitch": pitch})
-        ctx.set(gen.total, total)
+            "n_tiles": n_tiles, "zero_point": zero_point, "pitch": pitch, "split_h": layout.split_h,
+            "split_w": layout.split_w})
         ctx.set(gen.base, base)
         ctx.set(gen.avail, total if ramp is None else 0)
         ctx.set(gen.start, 1)
@@ -168,19 +170,28 @@ def test_steps_equal_the_golden_patches(seed):
 
 @pytest.mark.parametrize(("shape", "stride", "padding", "mult", "per_step"), [
     ((1, 7, 9, 16), (1, 1), "SAME", 1, 1), ((1, 6, 11, 64), (1, 1), "SAME", 1, 1),
-    ((2, 5, 5, 24), (1, 1), "SAME", 1, 1), ((1, 8, 16, 32), (2, 2), "SAME", 1, 2),
-    ((1, 9, 9, 16), (1, 1), "VALID", 1, None), ((1, 5, 6, 5), (2, 1), "SAME", 3, None)])
+    ((2, 5, 5, 24), (1, 1), "SAME", 1, 1), ((1, 8, 16, 32), (2, 2), "SAME", 1, 1),
+    ((1, 5, 7, 48), (2, 2), "SAME", 1, 1), ((2, 5, 7, 48), (2, 2), "SAME", 1, None),
+    ((1, 7, 6, 16), (2, 1), "SAME", 1, 1),
+    ((1, 6, 9, 8), (1, 2), "SAME", 1, 1), ((1, 8, 16, 20), (2, 2), "SAME", 1, 2),
+    ((1, 9, 9, 16), (1, 1), "VALID", 1, None), ((1, 9, 13, 16), (2, 2), "VALID", 1, None),
+    ((1, 5, 6, 5), (2, 1), "SAME", 3, None)])
 def test_cycles(shape, stride, padding, mult, per_step):
     """At full rate each step takes exactly the cycles host.windows.depthwise_step_cycles gives. SAME 3x3 at stride
-    1: a row tile's pixels are consecutive input pixels at every tap, a step a cycle; at stride 2 they fall in half the
-    banks, two cycles a step (one where half the taps are padding). The first step's cycle is counted exactly."""
+    1: a row tile's pixels are consecutive input pixels at every tap, a step a cycle. At stride 2 with whole-word
+    pixels the input is split by parity (hw.depthwise_gen.InputLayout), odd sizes included: a step a cycle again
+    (but where a tile spans two images, or, as at stride 1, two rows of a VALID layer). Without the split (20
+    channels, not whole 8-byte words) the pixels fall in half the banks, up to two cycles a step. The first step's
+    cycle is counted exactly."""
     rows = cols = banks = bank_bytes = 8
     rng = random.Random(1)
     x = np.random.default_rng(2).integers(-128, 128, shape).astype(np.int8)
     g = Geometry.of(shape, (3, 3), stride, (1, 1), padding)
     out = run(g, x, mult, -3, rows, cols, banks, bank_bytes, rng, p_out=1.0)
     check_steps(out["steps"], g, x, mult, -3, rows, cols, padding)
-    want = depthwise_step_cycles(g, mult, rows, cols, banks, bank_bytes, input_pitch(shape[3], bank_bytes, 8))
+    pitch = input_pitch(shape[3], bank_bytes, 8)
+    want = depthwise_step_cycles(g, mult, rows, cols, banks, bank_bytes,
+                                 InputLayout(g.in_h, g.in_w, pitch, *input_split(g.in_c, *stride, 8)))
     assert np.diff(out["when"]).tolist() == want[1:]
     # `when` counts from the cycle after start's; the first step takes its own cycles too
     assert out["when"][0] == out["setup"] + rows + 2 + DepthwiseWindows.LATENCY - 1 + want[0] - 1
@@ -188,7 +199,7 @@ def test_cycles(shape, stride, padding, mult, per_step):
         assert set(want) == {1}
     elif per_step:
         assert max(want) == per_step
-        assert sum(want) > 1.8 * len(want)
+        assert sum(want) > 1.3 * len(want)
 
 
 

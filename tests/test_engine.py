@@ -276,6 +276,35 @@ def test_an_output_kept_on_chip_is_never_written():
     check_memory(image.mem, before, [])
 
 
+@pytest.mark.parametrize(("keep", "stride", "split", "hw"), [
+    (True, (2, 2), (1, 1), (5, 7)), (False, (2, 2), (1, 1), (5, 7)), (False, (2, 1), (1, 0), (5, 7)),
+    (False, (1, 1), (1, 1), (4, 6))])
+def test_a_stride_2_depthwise_layer_takes_its_input_split_on_chip(keep, stride, split, hw):
+    """A layer's output kept (or captured) split by parity, as its command's out_split_h / out_split_w say, is the
+    next layer's input on chip when that layer (DEPTHWISE_CONV_2D of stride 2, whole-word pixels) holds its input so
+    (hw.depthwise_gen.InputLayout): never read from memory, the output exact. A split the next layer does not hold
+    (stride 1; even sizes, so the split takes as many bytes as the plain order) is not taken: that layer reads its
+    input from memory, exact too."""
+    rng = random.Random(17)
+    dut = engine()
+    image = Image(17, dut.cols)
+    first = Layer(rng, 170, shape=(1, *hw, 3), filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1), padding="SAME",
+                  out_c=8)
+    first.keep = keep
+    second = Layer.following(first, rng, 171, dw=True, depth_multiplier=1, filter_hw=(3, 3), stride=stride,
+                             dilation=(1, 1), padding="SAME")
+    image.add(first, out_split_h=split[0], out_split_w=split[1])
+    image.add(second, chained=True)
+    image.finish()
+    before = bytes(image.mem)
+    events, model = run(dut, image, seed=17)
+    assert [e[0] for e in events] == ["done"], events
+    check_memory(image.mem, before, image.outputs[1:] if keep else image.outputs)
+    in_addr = image.outputs[0][0]
+    reads = [a for a, _, _ in model.read_bursts if in_addr <= a < in_addr + 64]
+    assert bool(reads) == (stride == (1, 1)), reads
+
+
 def test_a_layer_loads_beside_a_capture_only_where_it_does_not_wrap():
     """A layer that does not read the captured output may load its input while the last layer's output is still
     being captured, if its input ends before the capture's place. Here that capture (the second layer's, after its

@@ -7,7 +7,7 @@ import random
 import pytest
 
 from int8_systolic.hw import commands
-from int8_systolic.hw.depthwise_gen import input_pitch
+from int8_systolic.hw.depthwise_gen import InputLayout, input_pitch, input_split
 from int8_systolic.hw.layer_check import ERRORS, LayerCheck
 from int8_systolic.sim.amaranth_bench import simulate
 
@@ -35,13 +35,20 @@ def model(c, rows=ROWS, cols=COLS):
         or c["act_min"] > c["act_max"] or \
         (c["out_c"] != c["in_c"] * c["depth_multiplier"] if dw else c["depth_multiplier"] != 1)
     shape = shape or (c["stack"] and c["op"] != commands.OPS["CONV_2D"])
+    # an output kept split by parity must be whole bus words a pixel
+    shape = shape or ((c["out_split_h"] or c["out_split_w"]) and c["out_c"] % NB != 0)
     khc = c["kernel_h"] * c["in_c"]
     unsupported = c["bypass"] or (c["stack"] and (c["dilation_h"] != 1 or khc >= 1 << 16))
     if c["stack"]:     # row-stacked: out_h rows of in_w pixels of kernel_h * in_c bytes (host.windows.stacked)
         in_buf = c["batch"] * c["out_h"] * c["in_w"] * khc
-    else:
-        in_buf = c["batch"] * c["in_h"] * c["in_w"] * input_pitch(c["in_c"], 8, NB)
-    out_buf = pixels * input_pitch(c["out_c"], 8, NB)
+    # the input and the kept output as hw.depthwise_gen.InputLayout places them (a stride-2 depthwise input split)
+    split = input_split(c["in_c"], c["stride_h"], c["stride_w"], NB) if dw else (False, False)
+    layout = InputLayout(c["in_h"], c["in_w"], input_pitch(c["in_c"], 8, NB), *split)
+    out_layout = InputLayout(c["out_h"], c["out_w"], input_pitch(c["out_c"], 8, NB), bool(c["out_split_h"]),
+                             bool(c["out_split_w"]))
+    if not c["stack"]:
+        in_buf = c["batch"] * layout.image_bytes
+    out_buf = c["batch"] * out_layout.image_bytes
     beside = in_buf + out_buf + 64 <= DEPTHS["in_depth"]      # (the output after the input and a row of banks)
     too_big = w_len > DEPTHS["w_depth"] or out_len > DEPTHS["out_depth"] or \
         n_tiles > DEPTHS["max_col_tiles"] or k >= 1 << 24 or in_buf > DEPTHS["in_depth"] or \
@@ -58,7 +65,8 @@ def model(c, rows=ROWS, cols=COLS):
     values = {"k": k, "n_tiles": n_tiles, "pixels": pixels, "m_tiles": -(-pixels // rows)}
     if not too_big:     # sizes past the buffers may saturate: compared only when they fit
         values.update(in_len=in_len, w_len=w_len, t_len=t_len, out_len=out_len, in_buf=in_buf, out_buf=out_buf,
-                      capture=int(beside))
+                      capture=int(beside), split_h=int(split[0]), split_w=int(split[1]), rp=layout.row_bytes,
+                      odd_w=layout.odd_w, out_rp=out_layout.row_bytes, out_odd_w=out_layout.odd_w)
         if c["stack"] and not unsupported:
             values.update(khc=khc, shc=c["stride_h"] * c["in_c"], row_bytes=c["in_w"] * khc)
     return bits, values
@@ -75,7 +83,11 @@ def good_command(rng):
     c["out_w"] = -(-c["in_w"] // c["stride_w"])
     if rng.random() < 0.3:
         c.update(op=commands.OPS["DEPTHWISE_CONV_2D"], depth_multiplier=rng.randint(1, 3))
+        if rng.random() < 0.5:      # whole bus words a pixel: split at stride 2
+            c["in_c"] = NB * rng.randint(1, 3)
         c["out_c"] = c["in_c"] * c["depth_multiplier"]
+    if c["out_c"] % NB == 0 and rng.random() < 0.5:
+        c.update(out_split_h=rng.randint(0, 1), out_split_w=rng.randint(0, 1))
     elif rng.random() < 0.4:
         c["stack"] = 1
     c.update(input_addr=RW[0], output_addr=RW[0] + 0x8000, weights_addr=RO[0], table_addr=RO[0] + 0x4000)
@@ -93,6 +105,8 @@ BREAKS = [
     lambda c, r: c.update(op=commands.OPS["DEPTHWISE_CONV_2D"], in_c=64, out_c=64, batch=1, in_h=8, in_w=8,
                           out_h=4, out_w=4, stride_h=2, stride_w=2, depth_multiplier=1),
     lambda c, r: c.update(bypass=1),
+    # an output kept split whose pixels are not whole bus words
+    lambda c, r: c.update(out_c=NB + 1, out_split_w=1, op=commands.OPS["CONV_2D"], depth_multiplier=1),
     lambda c, r: c.update(in_h=60, out_h=60, in_w=60, out_w=60, stride_h=1, stride_w=1),
     lambda c, r: c.update(out_c=200),
     lambda c, r: c.update(in_c=65535, batch=65535, in_h=65535, in_w=65535),   # products past 2**32
@@ -140,7 +154,8 @@ def run(cmds, rows=ROWS, cols=COLS):
                     assert t == dut.cycles, t
                     got.append((ctx.get(dut.error), {f: ctx.get(getattr(dut, f)) for f in (
                         "k", "n_tiles", "pixels", "m_tiles", "in_len", "w_len", "t_len", "out_len", "in_buf",
-                        "out_buf", "khc", "shc", "row_bytes", "capture")}))
+                        "out_buf", "khc", "shc", "row_bytes", "capture", "split_h", "split_w", "rp", "odd_w",
+                        "out_rp", "out_odd_w")}))
                     break
                 await ctx.tick()
             await ctx.tick()

@@ -6,27 +6,65 @@ import random
 
 import pytest
 
+from int8_systolic.hw.depthwise_gen import InputLayout
 from int8_systolic.hw.loader import Loader
 from int8_systolic.sim.amaranth_bench import simulate
 
 
-@pytest.mark.parametrize(("data_width", "buffer_width", "chunk", "pixel", "pitch", "pairs"),
-                         [(64, 8, 64, 0, 0, False), (32, 8, 256, 0, 0, False), (128, 16, 32, 0, 0, False),
-                          (64, 8, 64, 16, 24, False), (128, 16, 64, 32, 40, False), (32, 8, 256, 64, 72, False),
-                          (64, 16, 64, 0, 0, True), (64, 16, 64, 24, 40, True), (32, 16, 256, 8, 12, True)])
-def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pairs):
-    """Linear copies; and spread ones (a depthwise input: each pixel of ``pixel`` bytes at ``pitch``); with
-    ``pairs``, two beats a write where they land together. The buffer (a model of the 4 KB the addresses reach)
-    holds every beat at its place at the end; ``loaded`` counts the bytes written and every byte below ``filled`` is
+@pytest.mark.parametrize(("data_width", "buffer_width", "chunk", "pixel", "pitch", "pairs", "split"),
+                         [(64, 8, 64, 0, 0, False, None), (32, 8, 256, 0, 0, False, None),
+                          (128, 16, 32, 0, 0, False, None), (64, 8, 64, 16, 24, False, None),
+                          (128, 16, 64, 32, 40, False, None), (32, 8, 256, 64, 72, False, None),
+                          (64, 16, 64, 0, 0, True, None), (64, 16, 64, 24, 40, True, None),
+                          (32, 16, 256, 8, 12, True, None),
+                          (64, 8, 64, 16, 24, False, (1, 1)), (64, 16, 64, 8, 8, True, (0, 1)),
+                          (128, 16, 64, 32, 40, False, (1, 0)), (32, 16, 256, 8, 12, True, (1, 1))])
+def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pairs, split):
+    """Linear copies; spread ones (a depthwise input: each pixel of ``pixel`` bytes at ``pitch``); split ones (a
+    stride-2 depthwise input: the pixels of random batches and odd or even heights and widths where
+    hw.depthwise_gen.InputLayout puts them); with ``pairs``, two beats a write where they land together. The buffer
+    (a model of the 4 KB the addresses reach) holds every beat at its place at the end; ``loaded`` counts the bytes
+    written and every byte of the first ``filled / pitch`` pixels (every byte below ``filled``, for a linear copy) is
     written, at every write."""
-    rng = random.Random(data_width + pitch + pairs)
+    rng = random.Random(data_width + pitch + pairs + 3 * bool(split))
     dut = Loader(data_width, buffer_width=buffer_width, addr_width=12, chunk=chunk, pairs=pairs)
     nbytes = data_width // 8
-    copies = [(rng.randrange(0, 1 << 20) * nbytes, rng.randint(1, 40) * (pixel or nbytes)) for _ in range(3)]
+    if split:
+        shapes = [(rng.randint(1, 2), rng.randint(1, 5), rng.randint(1, 6)) for _ in range(3)]
+        copies = [(rng.randrange(0, 1 << 20) * nbytes, b * h * w * pixel) for b, h, w in shapes]
+    else:
+        shapes = [(1, 1, 1)] * 3
+        copies = [(rng.randrange(0, 1 << 20) * nbytes, rng.randint(1, 40) * (pixel or nbytes)) for _ in range(3)]
     seen = {"cmds": [], "writes": []}
 
+    def places(shape, length):
+        """Each beat's place: linear, at the pitch, or where the split layout puts its pixel."""
+        if not pitch:
+            return [n * nbytes for n in range(length // nbytes)]
+        _, h, w = shape
+        layout = InputLayout(h, w, pitch, *(split or (0, 0)))
+        where = [layout.address(p // (h * w), p // w % h, p % w) if split else p * pitch
+                 for p in range(length // pixel)]
+        return [where[n * nbytes // pixel] + n * nbytes % pixel for n in range(length // nbytes)]
+
+    def pixels_in(filled, written, shape, length):
+        """Every byte below ``filled`` written (a linear copy), or every byte of the first filled / pitch pixels."""
+        if not pitch:
+            return all(a in written for a in range(filled))
+        beat_places = places(shape, length)
+        first = [beat_places[n] for n in range(0, length // nbytes, pixel // nbytes)]
+        return all(first[p] + j in written for p in range(filled // pitch) for j in range(pixel))
+
     async def bench(ctx):
-        for addr, length in copies:
+        for (addr, length), shape in zip(copies, shapes, strict=True):
+            if split:
+                layout = InputLayout(shape[1], shape[2], pitch, *split)
+                ctx.set(dut.in_h, shape[1])
+                ctx.set(dut.in_w, shape[2])
+                ctx.set(dut.split_h, split[0])
+                ctx.set(dut.split_w, split[1])
+                ctx.set(dut.row_bytes, layout.row_bytes)
+                ctx.set(dut.odd_w, layout.odd_w)
             beats = [rng.getrandbits(data_width) for _ in range(length // nbytes)]
             owed = 0          # beats of the commands taken, not yet given
             ctx.set(dut.addr, addr)
@@ -59,8 +97,7 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pair
                     owed -= 1
                 if ctx.get(dut.w_en):
                     assert ctx.get(dut.loaded) == len(written)
-                    # every byte below `filled` is written (a spread copy's gaps between pixels aside)
-                    assert all(a in written for a in range(ctx.get(dut.filled)) if not pitch or a % pitch < pixel)
+                    assert pixels_in(ctx.get(dut.filled), written, shape, length)
                     w_addr, w_data, w_strb = ctx.get(dut.w_addr), ctx.get(dut.w_data), ctx.get(dut.w_strb)
                     writes.append((w_addr, w_data, w_strb))
                     for j in range(buffer_width):
@@ -69,7 +106,7 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pair
                             written.add(w_addr + j)
                     # and below `w_filled` once this write is in
                     last_w_filled = ctx.get(dut.w_filled)
-                    assert all(a in written for a in range(last_w_filled) if not pitch or a % pitch < pixel)
+                    assert pixels_in(last_w_filled, written, shape, length)
                 if ctx.get(dut.done):
                     assert done_at is None
                     done_at = t
@@ -82,8 +119,7 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pair
             assert ctx.get(dut.loaded) == length
             assert ctx.get(dut.filled) == (length if not pitch else length // pixel * pitch)
             assert last_w_filled == ctx.get(dut.filled)
-            for n, beat in enumerate(all_beats):
-                place = n * nbytes if not pitch else n * nbytes // pixel * pitch + n * nbytes % pixel
+            for n, (beat, place) in enumerate(zip(all_beats, places(shape, length), strict=True)):
                 got = int.from_bytes(bytes(buf[(place + j) % (1 << 12)] for j in range(nbytes)), "little")
                 assert got == beat, f"beat {n} at {place}"
             seen["writes"].append(writes)
@@ -92,14 +128,12 @@ def test_beats_land_in_order(data_width, buffer_width, chunk, pixel, pitch, pair
     # each copy asked for in commands of at most `chunk` bytes, in order
     want = [(addr + o, min(chunk, length - o)) for addr, length in copies for o in range(0, length, chunk)]
     assert seen["cmds"] == want
-    for (_, length), writes in zip(copies, seen["writes"], strict=True):
+    for (_, length), shape, writes in zip(copies, shapes, seen["writes"], strict=True):
         # a write is one beat, or two (pairs) that land together
         strobes = {w[2] for w in writes}
         assert strobes <= ({(1 << nbytes) - 1, (1 << 2 * nbytes) - 1} if pairs else {(1 << nbytes) - 1})
         if not pairs:
-            place = [n * nbytes if not pitch else n * nbytes // pixel * pitch + n * nbytes % pixel
-                     for n in range(length // nbytes)]
-            assert [w[0] for w in writes] == [a % (1 << 12) for a in place]
+            assert [w[0] for w in writes] == [a % (1 << 12) for a in places(shape, length)]
         elif length // (pixel or nbytes) > 4 and (pixel or 2 * nbytes) >= 2 * nbytes:
             assert (1 << 2 * nbytes) - 1 in strobes, "no two beats written together"
 

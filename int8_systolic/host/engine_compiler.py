@@ -30,7 +30,7 @@ import typing
 import numpy as np
 
 from ..hw import commands
-from ..hw.depthwise_gen import input_pitch
+from ..hw.depthwise_gen import InputLayout, input_pitch, input_split
 from ..hw.engine import input_buffer_shape
 from ..hw.table_loader import ENTRY_BYTES
 from .engine_layout import table_image, weights_image
@@ -161,7 +161,7 @@ def _pad_folds(interp):
 
 
 def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth, out_depth, max_col_tiles,
-                    stack=False):
+                    stack=False, depthwise=False):
     """Why the engine cannot run a layer of this shape (None: it can), as :class:`hw.layer_check.LayerCheck`."""
     nb = data_width // 8
     up = lambda v: -(-v // nb) * nb  # noqa: E731
@@ -170,10 +170,10 @@ def _engine_refusal(g, out_c, k, n_tiles, *, cols, data_width, in_depth, w_depth
             return f"its input row-stacked ({stacked_bytes(g)} bytes) is larger than the input buffer ({in_depth})"
     elif g.batch * g.in_h * g.in_w * g.in_c > in_depth:
         return f"its input ({g.batch * g.in_h * g.in_w * g.in_c} bytes) is larger than the input buffer ({in_depth})"
-    pitch = input_pitch(g.in_c, input_buffer_shape(1, cols, data_width)[1], nb)
-    if not stack and g.batch * g.in_h * g.in_w * pitch > in_depth:
-        return (f"its input at {pitch} bytes a pixel ({g.batch * g.in_h * g.in_w * pitch} bytes) is larger than the "
-                f"input buffer ({in_depth})")
+    held = _in_buf(g, stack, cols=cols, data_width=data_width, depthwise=depthwise)
+    if not stack and held > in_depth:
+        return (f"its input as the buffer holds it ({held} bytes: its pitch and, at stride 2, its split by parity) "
+                f"is larger than the input buffer ({in_depth})")
     if up(n_tiles * k * cols) > w_depth:
         return f"its weights ({n_tiles * k * cols} bytes in the engine's layout) exceed the weight buffer ({w_depth})"
     if g.pixels * out_c > out_depth:
@@ -197,12 +197,19 @@ def _band(g, out_c, oy0, oy1, b=0):
     return part, (y_lo, y_hi), (b * g.in_h + y_lo) * g.in_w * g.in_c, (b * g.out_h + oy0) * g.out_w * out_c
 
 
-def _in_buf(g, stack, *, cols, data_width):
+def _layout(g, *, cols, data_width, depthwise=False):
+    """How the engine's input buffer holds a layer's input (:class:`hw.depthwise_gen.InputLayout`)."""
+    nb = data_width // 8
+    pitch = input_pitch(g.in_c, input_buffer_shape(1, cols, data_width)[1], nb)
+    split = input_split(g.in_c, g.stride_h, g.stride_w, nb) if depthwise else (False, False)
+    return InputLayout(g.in_h, g.in_w, pitch, *split)
+
+
+def _in_buf(g, stack, *, cols, data_width, depthwise=False):
     """The bytes a layer's input takes in the engine's input buffer (:class:`hw.layer_check.LayerCheck`'s in_buf)."""
     if stack:
         return stacked_bytes(g)
-    bank_bytes = input_buffer_shape(1, cols, data_width)[1]
-    return g.batch * g.in_h * g.in_w * input_pitch(g.in_c, bank_bytes, data_width // 8)
+    return g.batch * _layout(g, cols=cols, data_width=data_width, depthwise=depthwise).image_bytes
 
 
 def _fused_bands(prod, cons, *, lanes, cols, data_width, max_col_tiles, in_depth, **depths):
@@ -226,10 +233,14 @@ def _fused_bands(prod, cons, *, lanes, cols, data_width, max_col_tiles, in_depth
             p_part, _, p_in, p_out = _band(pg, pc, y_lo, y_hi + 1)
             rows.update(range(y_lo, y_hi + 1))
             fits = (p_out == c_in and (p_in | p_out | c_out) % nb == 0
-                    and _engine_refusal(p_part, pc, pkk, -(-pc // cols), stack=pstack, **kw) is None
-                    and _engine_refusal(c_part, cc, ckk, -(-cc // cols), **kw) is None
-                    and _in_buf(p_part, pstack, cols=cols, data_width=data_width)
-                    + _in_buf(c_part, False, cols=cols, data_width=data_width) + lanes <= in_depth)
+                    and _engine_refusal(p_part, pc, pkk, -(-pc // cols), stack=pstack,
+                                        depthwise=pk == "DEPTHWISE_CONV_2D", **kw) is None
+                    and _engine_refusal(c_part, cc, ckk, -(-cc // cols), depthwise=ck == "DEPTHWISE_CONV_2D",
+                                        **kw) is None
+                    and _in_buf(p_part, pstack, cols=cols, data_width=data_width,
+                                depthwise=pk == "DEPTHWISE_CONV_2D")
+                    + _in_buf(c_part, False, cols=cols, data_width=data_width, depthwise=ck == "DEPTHWISE_CONV_2D")
+                    + lanes <= in_depth)
             if not fits:
                 break
             p_parts.append((p_part, pc, p_in, p_out, 0, 0))
@@ -253,7 +264,8 @@ def _tiles(kind, g, out_c, k, *, stack, cols, data_width, max_col_tiles, **depth
     def fits(part_g, part_out_c):
         n = -(-part_out_c // cols)
         return _engine_refusal(part_g, part_out_c, k, n, cols=cols, data_width=data_width,
-                               max_col_tiles=max_col_tiles, stack=stack, **depths) is None
+                               max_col_tiles=max_col_tiles, stack=stack, depthwise=kind == "DEPTHWISE_CONV_2D",
+                               **depths) is None
 
     if kind in ("CONV_2D", "DEPTHWISE_CONV_2D"):
         for band in range(g.out_h, 0, -1):
@@ -337,7 +349,8 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
                                                         in_depth=in_depth)
             depths = {"in_depth": in_depth, "w_depth": w_depth, "out_depth": out_depth}
             reason = _engine_refusal(g, out_c, k, n_tiles, cols=cols, data_width=data_width,
-                                     max_col_tiles=max_col_tiles, stack=stack, **depths)
+                                     max_col_tiles=max_col_tiles, stack=stack,
+                                     depthwise=kind == "DEPTHWISE_CONV_2D", **depths)
             parts = [(g, out_c, 0, 0, 0, 0)]
             if reason is not None:
                 tiled = _tiles(kind, g, out_c, k, stack=stack, cols=cols, data_width=data_width,
@@ -396,9 +409,11 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         (_, prod_g, _, _, prod_stack), (cons_kind, cons_g, cons_c, cons_k, cons_stack) = info[prod][0], info[cons][0]
         if layers[cons].input_tensor != layers[prod].output_tensor or prod in fused or prod in fused.values():
             continue
-        cons_in = _in_buf(cons_g, cons_stack, cols=cols, data_width=data_width)
+        cons_in = _in_buf(cons_g, cons_stack, cols=cols, data_width=data_width,
+                          depthwise=cons_kind == "DEPTHWISE_CONV_2D")
         on_chip = (layers[prod].commands == 1 and layers[cons].commands == 1
-                   and _in_buf(prod_g, prod_stack, cols=cols, data_width=data_width) + cons_in + lanes <= in_depth)
+                   and _in_buf(prod_g, prod_stack, cols=cols, data_width=data_width,
+                               depthwise=info[prod][0][0] == "DEPTHWISE_CONV_2D") + cons_in + lanes <= in_depth)
         steps = -(-cons_g.pixels // rows) * -(-cons_c // cols) * (cons_k if cons_kind == "CONV_2D" else
                                                                    cons_g.kernel_h * cons_g.kernel_w)
         if on_chip or cons_g.batch * cons_g.in_h * cons_g.in_w * cons_g.in_c <= steps * (data_width // 8):
@@ -449,11 +464,20 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     # the command list: each segment's commands, then BARRIER (END after the last)
     raw = []
     for i, seg_order in enumerate(order):
+        cmds = []
         for op_index, j in seg_order:
             L = layers[op_index]
             f, (in_off, out_off, w_off, t_off) = fields[op_index][j]
-            raw.append(commands.pack(**f, input_addr=L.input_addr + in_off, output_addr=L.output_addr + out_off,
-                                     weights_addr=w_addr[op_index] + w_off, table_addr=t_addr[op_index] + t_off))
+            cmds.append({**f, "input_addr": L.input_addr + in_off, "output_addr": L.output_addr + out_off,
+                         "weights_addr": w_addr[op_index] + w_off, "table_addr": t_addr[op_index] + t_off})
+        # an output the next command reads on chip, as that command holds its input: split by parity before a
+        # stride-2 DEPTHWISE_CONV_2D (hw.depthwise_gen.InputLayout)
+        for cmd, nxt in itertools.pairwise(cmds):
+            if (nxt["op"] == "DEPTHWISE_CONV_2D" and nxt["input_addr"] == cmd["output_addr"]
+                    and nxt["in_c"] == cmd["out_c"]):
+                split_h, split_w = input_split(nxt["in_c"], nxt["stride_h"], nxt["stride_w"], data_width // 8)
+                cmd.update(out_split_h=int(split_h), out_split_w=int(split_w))
+        raw += [commands.pack(**cmd) for cmd in cmds]
         raw.append(commands.pack(op="END" if i == len(segments) - 1 else "BARRIER"))
     blob = b"".join(raw)
     memory[ro_base:ro_base + len(blob)] = blob

@@ -30,6 +30,7 @@ import dataclasses
 import numpy as np
 
 from ..golden import staged
+from ..hw.depthwise_gen import InputLayout
 
 __all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "stack_cycles",
            "stack_input", "stackable", "stacked", "stacked_bytes", "steps", "stored"]
@@ -169,13 +170,16 @@ def feed_efficiency(g, rows, width, pitch=None):
     return g.k / (rows * sum(-(-length // width) for _, _, length in runs(g, pitch)))
 
 
-def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, pitch):
+def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, layout):
     """Cycles each array step of a DEPTHWISE_CONV_2D takes in :class:`hw.depthwise_gen.DepthwiseWindows` (its order:
-    row tile, column tile, tap), the input stored ``pitch`` bytes a pixel in ``banks`` banks of ``bank_bytes``.
+    row tile, column tile, tap), the input stored as ``layout`` says (:class:`hw.depthwise_gen.InputLayout`, or a
+    pitch: the plain order) in ``banks`` banks of ``bank_bytes``.
 
     A step reads, for each pixel of its tile whose tap is inside the input, ``cols`` bytes from the tap's first
     channel: one bank, two when the read does not start on a bank's first byte. A bank serves one of them a cycle,
     so the step takes as many cycles as its most used bank serves reads (at least one)."""
+    if isinstance(layout, int):
+        layout = InputLayout(g.in_h, g.in_w, layout)
     out_c = g.in_c * depth_multiplier
     out = []
     for mt in range(-(-g.pixels // rows)):
@@ -194,7 +198,7 @@ def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, pi
                     for b, y0, x0 in pixels:
                         y, x = y0 + kh * g.dilation_h, x0 + kw * g.dilation_w
                         if 0 <= y < g.in_h and 0 <= x < g.in_w:
-                            addr = ((b * g.in_h + y) * g.in_w + x) * pitch + channel
+                            addr = layout.address(b, y, x) + channel
                             first = addr // bank_bytes % banks
                             load[first] += 1
                             if addr % bank_bytes:

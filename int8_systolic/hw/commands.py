@@ -58,6 +58,10 @@ FIELDS = (
                         "weights are then in (kw, kh, c) order (docs/engine.md)"),
     F("keep", 0, 6, 1, "keep the output on chip only, for the next command, which reads it there: it is not "
                        "written to memory (refused, TOO_BIG, when it does not fit beside the input)"),
+    F("out_split_h", 0, 7, 1, "the output kept on chip for the next command split by row parity, the even rows "
+                              "first, as a stride-2 DEPTHWISE_CONV_2D holds its input (docs/engine.md); its bytes in "
+                              "memory are unchanged. Refused (INCONSISTENT) unless out_c is whole bus words"),
+    F("out_split_w", 0, 8, 1, "likewise by column parity"),
     F("input_addr", 1, 0, 32, "byte address of the input tensor (NHWC int8; [batch, K] for FULLY_CONNECTED), "
                               "read-write window"),
     F("weights_addr", 2, 0, 32, "byte address of the weights in the engine's layout (docs/engine.md), read-only "

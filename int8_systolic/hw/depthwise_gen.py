@@ -14,7 +14,10 @@ The input is stored with a *pitch* of :func:`input_pitch` bytes a pixel (the loa
 ``in_c`` is an even number of banks, one bank more, so that the pixel pitch is an odd number of
 banks and consecutive pixels start in different banks. A row tile's pixels at stride 1 are
 consecutive input pixels at every tap (but where the tile wraps to the next output row of a VALID
-layer), so a step is one cycle; at stride 2 they fall in half the banks and a step takes two.
+layer), so a step is one cycle. At stride 2 consecutive pixels of a plain layout would fall in half
+the banks; so a layer of stride 2 whose pixels are whole bus words holds its input *split*
+(:class:`InputLayout`): in that direction the even rows (columns) first, then the odd ones, so that
+the pixels a tap reads are again consecutive in the buffer, and a step is one cycle again.
 :func:`host.windows.depthwise_step_cycles` counts every step's cycles.
 
 Order (the weight streamer's and the core's): row tile outer (``rows`` output pixels, row-major over
@@ -29,8 +32,9 @@ read's two banks; each lane's byte; the step assembled and queued. The serve sta
 with a free place in the output queue, so nothing ever has to stop mid-pipeline.
 
 ``geometry`` (:func:`geometry_layout`) and ``base`` (the input's first byte in the buffer) hold from
-``start`` until ``busy`` falls. ``avail`` is how many of the input's ``total`` bytes in the buffer (from
-``base``, at the pitch) are written: a row tile waits until the input rows its windows reach are in.
+``start`` until ``busy`` falls. ``avail`` counts the input's bytes in the buffer as if in NHWC order at the pitch
+(however :class:`InputLayout` places them, the loaders write whole pixels in that order): a row tile waits until the
+input rows its windows reach are in.
 Before its first step the generator spends :attr:`SETUP` cycles on the layer's constants. ``busy`` is
 high from the cycle after ``start`` until the last step is taken. At full rate (``o`` always ready, the input in the
 buffer: a tile whose rows are still arriving is tested on registered comparisons, a cycle or two late) a layer's
@@ -39,24 +43,28 @@ first step is offered ``SETUP + rows + LATENCY + cycles`` cycles after the cycle
 step its own cycles later.
 """
 
+import dataclasses
+
 from amaranth import Array, Cat, Const, Module, Mux, Signal, signed
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .byte_buffer import ByteBuffer
 from .pipeline import KEEP_APART, delayed, popcount
-from .products import latch_products, sequential_products, setup_cycles
+from .products import LAG, latch_products, schedule, sequential_products, setup_cycles
 
-__all__ = ["DepthwiseWindows", "geometry_layout", "input_pitch"]
+__all__ = ["DepthwiseWindows", "InputLayout", "geometry_layout", "input_pitch", "input_split"]
 
 
 def geometry_layout():
     """A depthwise layer's geometry as the generator takes it: the command descriptor's fields, the column tiles,
-    the input zero point and the input's pitch in the buffer (which stands for the channels)."""
+    the input zero point and the input's layout in the buffer (:class:`InputLayout`: the pitch, which stands for the
+    channels, and the splits)."""
     return data.StructLayout({
         "batch": 16, "in_h": 16, "in_w": 16, "out_h": 16, "out_w": 16,
         "depth_multiplier": 16, "kernel_h": 8, "kernel_w": 8, "stride_h": 8, "stride_w": 8, "dilation_h": 8,
         "dilation_w": 8, "pad_top": 8, "pad_left": 8, "n_tiles": 16, "zero_point": signed(8), "pitch": 17,
+        "split_h": 1, "split_w": 1,
     })
 
 
@@ -70,18 +78,78 @@ def input_pitch(in_c, bank_bytes, beat_bytes):
     return Mux(in_c[:low] == 0, in_c + bank_bytes, in_c)
 
 
+def input_split(in_c, stride_h, stride_w, beat_bytes):
+    """Whether a DEPTHWISE_CONV_2D's input is held split by row parity and by column parity (:class:`InputLayout`):
+    in a direction of stride 2, when a pixel is whole bus words (the loaders place a pixel's words, never part of
+    one). Works on ints and on Amaranth values alike: (split_h, split_w)."""
+    if isinstance(in_c, int):
+        aligned = in_c % beat_bytes == 0
+        return stride_h == 2 and aligned, stride_w == 2 and aligned
+    aligned = in_c[:(beat_bytes - 1).bit_length()] == 0
+    return (stride_h == 2) & aligned, (stride_w == 2) & aligned
+
+
+@dataclasses.dataclass(frozen=True)
+class InputLayout:
+    """Where a layer's input pixel (b, y, x) lies in the input buffer, from the input's first byte: ``pitch`` bytes a
+    pixel; split by column parity (``split_w``: the even columns of every row, then the odd ones, each part ``ceil(in_w
+    / 2)`` pixels wide) and by row parity (``split_h``: the even rows, then the odd ones, ``ceil(in_h / 2)`` rows
+    each), columns inside rows inside images. Unsplit, the plain NHWC order at the pitch. A tap of a stride-2 layer then
+    reads, for consecutive output pixels, consecutive stored pixels of one part, and, where a row tile wraps to the
+    next output row, the next stored row of that part (a SAME layer's ``out_w`` is the part's width): the pixels of a
+    step start in different banks at any tap (the pitch an odd number of banks)."""
+
+    in_h: int
+    in_w: int
+    pitch: int
+    split_h: bool = False
+    split_w: bool = False
+
+    @property
+    def row_bytes(self):
+        """A stored row: a part's pixels."""
+        return ((self.in_w + 1) // 2 if self.split_w else self.in_w) * self.pitch
+
+    @property
+    def odd_w(self):
+        """Where the odd columns start: an image's stored rows of one row part."""
+        return ((self.in_h + 1) // 2 if self.split_h else self.in_h) * self.row_bytes
+
+    @property
+    def odd_h(self):
+        """Where the odd rows start."""
+        return self.odd_w << self.split_w
+
+    @property
+    def image_bytes(self):
+        """An image's bytes (a split direction of odd size leaves a pixel's gap at each row's or part's end)."""
+        return self.odd_h << self.split_h
+
+    def address(self, b, y, x):
+        ys = (y & 1) * self.odd_h + (y >> 1) * self.row_bytes if self.split_h else y * self.row_bytes
+        xs = (x & 1) * self.odd_w + (x >> 1) * self.pitch if self.split_w else x * self.pitch
+        return b * self.image_bytes + ys + xs
+
+
 class DepthwiseWindows(wiring.Component):
     """See the module docstring. ``rows``, ``cols``: the array's; the input buffer's ``banks`` of ``bank_bytes`` bytes
     (``bank_bytes >= cols``, ``banks >= rows``, both at least 2), ``addr_width`` bits of byte address and ``dsp``
     the set-up multiplier's (:class:`hw.multiplier.Multiplier`)."""
 
-    # The layer's constants, one product a step (as hw.window_gen, scheduled by hw.products): (name, factor, factor)
+    # The layer's constants, one product a step (as hw.window_gen, scheduled by hw.products): (name, factor, factor).
+    # The addresses' (InputLayout: a stored row rp, the odd columns' part odd_w, an image img) and, for the test of
+    # the rows in, the plain NHWC order's (wp, hwp, the *_lin). In a split direction an output pixel steps one stored
+    # pixel (row), and a tap's offset d (kw * dilation_w - pad_left) is its parity's part plus floor(d / 2) stored
+    # pixels: the operands *_part, step_*, tap_*, lead_* (the halves, rounded as floor(d / 2) needs) and parts.
     PRODUCTS = (
-        ("ext_h", "kernel_h", "dilation_h"), ("ohw", "out_h", "out_w"), ("wp", "in_w", "pitch"),
-        ("sw_p", "stride_w", "pitch"), ("dw_p", "dilation_w", "pitch"), ("pl_p", "pad_left", "pitch"),
-        ("sh_wp", "stride_h", "wp"), ("dh_wp", "dilation_h", "wp"), ("pt_wp", "pad_top", "wp"),
-        ("hwp", "in_h", "wp"), ("ext_wp", "ext_h", "wp"), ("pixels", "batch", "ohw"),
+        ("rp", "w_part", "pitch"), ("wp", "in_w", "pitch"), ("ext_h", "kernel_h", "dilation_h"),
+        ("ohw", "out_h", "out_w"), ("sw_p", "step_w", "pitch"), ("dw_p", "tap_w", "pitch"),
+        ("pl_p", "lead_w", "pitch"), ("odd_w", "h_part", "rp"), ("hwp", "in_h", "wp"), ("sh_wp", "step_h", "rp"),
+        ("dh_wp", "tap_h", "rp"), ("pt_wp", "lead_h", "rp"), ("sh_lin", "stride_h", "wp"), ("pt_lin", "pad_top", "wp"),
+        ("img", "odd_w", "parts"), ("ext_wp", "ext_h", "wp"), ("pixels", "batch", "ohw"), ("lin", "hwp", "batch"),
     )
+    # the products the taps' constants are summed from
+    _TAP_PRODUCTS = ("rp", "dw_p", "pl_p", "odd_w", "dh_wp", "pt_wp")
     _SCHED = 16         # steps issued and not yet served (the schedule queue's depth)
     _QUEUE = 16         # steps served and not yet taken (the output queue's depth)
     # issue to the schedule queue (copies, addresses, edges, banks, ranks, cycle count), the queue and the serve
@@ -101,11 +169,13 @@ class DepthwiseWindows(wiring.Component):
         self.dsp = dsp
         self.lanes = banks * bank_bytes
         self.row_bits = addr_width - (self.lanes - 1).bit_length()
-        # the layer's constants (pipelined), then the depth multiplier's lane offsets (a lane a cycle)
-        self.SETUP = max(setup_cycles(self.PRODUCTS), cols) + 1
+        # the layer's constants (pipelined, then the taps' sums of them, three registers on), and the depth
+        # multiplier's lane offsets (a lane a cycle)
+        ready = max(schedule(self.PRODUCTS)[name] for name in self._TAP_PRODUCTS) + LAG + 1
+        self.SETUP = max(setup_cycles(self.PRODUCTS), ready + 3, cols) + 1
         super().__init__({
             "start": In(1), "geometry": In(geometry_layout()), "base": In(addr_width), "busy": Out(1),
-            "avail": In(25), "total": In(25),
+            "avail": In(25),
             "g_en": Out(1), "g_rows": Out(data.ArrayLayout(self.row_bits, banks)), "g_data": In(8 * self.lanes),
             "o": Out(stream.Signature(8 * rows * cols)),
         })
@@ -124,7 +194,30 @@ class DepthwiseWindows(wiring.Component):
 
         # --- the layer's constants, one product a cycle ---
         step = Signal(range(self.SETUP + 1))
-        const, product = sequential_products(m, self.PRODUCTS, lambda name: g[name], step, dsp=self.dsp)
+        sh, sw = g.split_h, g.split_w
+        operands = {"w_part": Mux(sw, (g.in_w + 1) >> 1, g.in_w), "h_part": Mux(sh, (g.in_h + 1) >> 1, g.in_h),
+                    "step_w": Mux(sw, 1, g.stride_w), "step_h": Mux(sh, 1, g.stride_h),
+                    "tap_w": Mux(sw, g.dilation_w >> 1, g.dilation_w),
+                    "tap_h": Mux(sh, g.dilation_h >> 1, g.dilation_h),
+                    "lead_w": Mux(sw, (g.pad_left + 1) >> 1, g.pad_left),
+                    "lead_h": Mux(sh, (g.pad_top + 1) >> 1, g.pad_top), "parts": Cat(~sh & ~sw, sh ^ sw, sh & sw)}
+        const, product = sequential_products(m, self.PRODUCTS, lambda name: operands[name] if name in operands
+                                             else g[name], step, dsp=self.dsp)
+        # the taps' constants from the products (each a register on its operands; final three cycles after the last
+        # product). A tap's offset moves by dx0 (dy0) from an even offset, dx1 (dy1) from an odd one; tx0 (ty0) is
+        # the first tap's, t00 both, dy0t / dy1t a row's step with its first column's offset. Unsplit, d * pitch (wp).
+        odd_h = Signal(aw)
+        flip_x, flip_y = sw & g.dilation_w[0], sh & g.dilation_h[0]   # a tap's step changes its offset's parity
+        dx0, dx1, dy0, dy1, tx0, ty0, t00, dy0t, dy1t = (Signal(aw, name=n) for n in (
+            "dx0", "dx1", "dy0", "dy1", "tx0", "ty0", "t00", "dy0t", "dy1t"))
+        m.d.sync += [odd_h.eq(Mux(sw, const["odd_w"] << 1, const["odd_w"])),
+                     dx0.eq(const["dw_p"] + Mux(flip_x, const["odd_w"], 0)),
+                     dx1.eq(const["dw_p"] + Mux(flip_x, g.pitch - const["odd_w"], 0)),
+                     dy0.eq(const["dh_wp"] + Mux(flip_y, odd_h, 0)),
+                     dy1.eq(const["dh_wp"] + Mux(flip_y, const["rp"] - odd_h, 0)),
+                     tx0.eq(Mux(sw & g.pad_left[0], const["odd_w"], 0) - const["pl_p"]),
+                     ty0.eq(Mux(sh & g.pad_top[0], odd_h, 0) - const["pt_wp"]),
+                     t00.eq(ty0 + tx0), dy0t.eq(dy0 + tx0), dy1t.eq(dy1 + tx0)]
 
         # --- the depth multiplier: output channel c reads input channel c // m. Per lane j of the current column
         # tile, q[j] = (nt * cols + j) // m and r[j] the remainder; a column tile further adds cols = a * m + b,
@@ -149,10 +242,12 @@ class DepthwiseWindows(wiring.Component):
         walking = Signal()
         wpix = Signal(32)
         ox, oy = Signal(16), Signal(16)
+        a_bterm, a_yterm = Signal(aw), Signal(aw)   # the pixel's stored place: b*img + oy*sh_wp (+ xterm: ox*sw_p)
         # the walker's tests, registers kept with what they test: ox == out_w - 1, oy == out_h - 1, wpix < pixels
         w_last_ox, w_last_oy, w_ok = Signal(), Signal(), Signal()
         yy, xx = Signal(signed(18)), Signal(signed(18))
-        bterm, yterm, xterm = Signal(32), Signal(signed(34)), Signal(signed(34))    # b*hwp, y*wp, x*P
+        # b*hwp, y*wp in the plain order (the rows the windows reach); the column's stored offset
+        bterm, yterm, xterm = Signal(32), Signal(signed(34)), Signal(aw)
 
         queue = m.submodules.queue = fifo.SyncFIFO(width=8 * rows * cols, depth=self._QUEUE)
         outstanding = Signal(range(self._SCHED + self._QUEUE + 1))  # steps issued, not yet taken from `o`
@@ -186,8 +281,8 @@ class DepthwiseWindows(wiring.Component):
                     m.d.sync += [w_last_ox.eq(g.out_w == 1), w_last_oy.eq(g.out_h == 1),
                                  w_ok.eq(const["pixels"] != 0)]
                     m.d.sync += [walking.eq(1), wpix.eq(0), ox.eq(0), oy.eq(0), yy.eq(-g.pad_top),
-                                 xx.eq(-g.pad_left), bterm.eq(0), yterm.eq(-const["pt_wp"]), xterm.eq(-const["pl_p"]),
-                                 w_i.eq(0), nxt_full.eq(0)]
+                                 xx.eq(-g.pad_left), bterm.eq(0), yterm.eq(-const["pt_lin"]), xterm.eq(0),
+                                 a_bterm.eq(0), a_yterm.eq(0), w_i.eq(0), nxt_full.eq(0)]
                     m.next = "RUN"
             with m.State("RUN"), m.If(~running):
                 m.next = "DRAIN"
@@ -200,7 +295,7 @@ class DepthwiseWindows(wiring.Component):
         # the walker fills the next tile's pixels while it is not full
         with m.If(walking & ~nxt_full):
             ok = w_ok
-            m.d.sync += [Array(nxt_base)[w_i].eq(bterm + yterm + xterm), Array(nxt_y)[w_i].eq(yy),
+            m.d.sync += [Array(nxt_base)[w_i].eq(a_bterm + a_yterm + xterm), Array(nxt_y)[w_i].eq(yy),
                          Array(nxt_x)[w_i].eq(xx), nxt_ok.bit_select(w_i, 1).eq(ok), wpix.eq(wpix + 1),
                          w_ok.eq(wpix + 1 < const["pixels"])]
             with m.If(ok):
@@ -210,13 +305,14 @@ class DepthwiseWindows(wiring.Component):
             with m.Else():
                 m.d.sync += w_i.eq(w_i + 1)
             with m.If(w_last_ox):
-                m.d.sync += [ox.eq(0), xx.eq(-g.pad_left), xterm.eq(-const["pl_p"]), w_last_ox.eq(g.out_w == 1)]
+                m.d.sync += [ox.eq(0), xx.eq(-g.pad_left), xterm.eq(0), w_last_ox.eq(g.out_w == 1)]
                 with m.If(w_last_oy):
-                    m.d.sync += [oy.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_wp"]), bterm.eq(bterm + const["hwp"]),
-                                 w_last_oy.eq(g.out_h == 1)]
+                    m.d.sync += [oy.eq(0), yy.eq(-g.pad_top), yterm.eq(-const["pt_lin"]),
+                                 bterm.eq(bterm + const["hwp"]),
+                                 a_yterm.eq(0), a_bterm.eq(a_bterm + const["img"]), w_last_oy.eq(g.out_h == 1)]
                 with m.Else():
-                    m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_wp"]),
-                                 w_last_oy.eq(oy + 2 == g.out_h)]
+                    m.d.sync += [oy.eq(oy + 1), yy.eq(yy + g.stride_h), yterm.eq(yterm + const["sh_lin"]),
+                                 a_yterm.eq(a_yterm + const["sh_wp"]), w_last_oy.eq(oy + 2 == g.out_h)]
             with m.Else():
                 m.d.sync += [ox.eq(ox + 1), xx.eq(xx + g.stride_w), xterm.eq(xterm + const["sw_p"]),
                              w_last_ox.eq(ox + 2 == g.out_w)]
@@ -238,6 +334,7 @@ class DepthwiseWindows(wiring.Component):
         kh_y, kw_x = Signal(16), Signal(16)         # kh * dilation_h, kw * dilation_w
         kh_ab = Signal(aw)                          # base + kh's byte offset
         tap = Signal(aw)                            # ... + kw's
+        par_y, par_x = Signal(), Signal()           # the tap's row and column offsets are odd (split directions)
 
         # The issue has hundreds of loads (the counters, the lanes, the tile's registers). Its four state bits are
         # kept in copies, one per group of loads (KEEP_APART: synthesis would merge them back), each group's
@@ -267,7 +364,7 @@ class DepthwiseWindows(wiring.Component):
         avail = self.avail.as_signed()
         all_in, nxt_in, cur_in_r = Signal(), Signal(), Signal()
         nxt_settled, loaded = Signal(), Signal()
-        m.d.sync += [all_in.eq(self.avail >= self.total), nxt_in.eq(nxt_bound <= avail),
+        m.d.sync += [all_in.eq(self.avail >= const["lin"]), nxt_in.eq(nxt_bound <= avail),
                      cur_in_r.eq(cur_bound <= avail), nxt_settled.eq(nxt_full), loaded.eq(load_c)]
         nxt = {name: Signal(name=f"{name}_next") for name in dup}
         m.d.comb += [nxt["cur_in"].eq(all_in | Mux(load_c, nxt_in & nxt_settled, Mux(loaded, nxt_in, cur_in_r))),
@@ -297,15 +394,16 @@ class DepthwiseWindows(wiring.Component):
         with m.If(issues[0]):
             with m.If(~kw_last):
                 m.d.sync += [kw.eq(kw + 1), kw_last.eq(kw + 2 == g.kernel_w), kw_x.eq(kw_x + g.dilation_w),
-                             tap.eq(tap + const["dw_p"])]
+                             tap.eq(tap + Mux(par_x, dx1, dx0)), par_x.eq(par_x ^ flip_x)]
             with m.Else():
-                m.d.sync += [kw.eq(0), kw_last.eq(g.kernel_w == 1), kw_x.eq(0)]
+                m.d.sync += [kw.eq(0), kw_last.eq(g.kernel_w == 1), kw_x.eq(0), par_x.eq(sw & g.pad_left[0])]
                 with m.If(~kh_last):
                     m.d.sync += [kh.eq(kh + 1), kh_last.eq(kh + 2 == g.kernel_h), kh_y.eq(kh_y + g.dilation_h),
-                                 kh_ab.eq(kh_ab + const["dh_wp"]), tap.eq(kh_ab + const["dh_wp"])]
+                                 kh_ab.eq(kh_ab + Mux(par_y, dy1, dy0)), tap.eq(kh_ab + Mux(par_y, dy1t, dy0t)),
+                                 par_y.eq(par_y ^ flip_y)]
                 with m.Else():
-                    m.d.sync += [kh.eq(0), kh_last.eq(g.kernel_h == 1), kh_y.eq(0), kh_ab.eq(self.base),
-                                 tap.eq(self.base)]
+                    m.d.sync += [kh.eq(0), kh_last.eq(g.kernel_h == 1), kh_y.eq(0), kh_ab.eq(self.base + ty0),
+                                 tap.eq(self.base + t00), par_y.eq(sh & g.pad_top[0])]
         # the column tile and the lanes' channels, a tile's last tap on. cy[j] (the carry, r[j] >= thr) is a
         # register set with r[j], and refreshed in every other cycle: thr is final in RUN's first cycle, the first
         # column tile's end comes rows + 1 cycles on at least
@@ -326,8 +424,9 @@ class DepthwiseWindows(wiring.Component):
                     m.d.sync += [*(q[j].eq(q0[j]) for j in lanes), *(r[j].eq(r0[j]) for j in lanes),
                                  *(cy[j].eq(r0[j] >= thr) for j in lanes)]
         with m.If(fsm.ongoing("SETUP")):
-            m.d.sync += [nt.eq(0), kh.eq(0), kw.eq(0), kh_y.eq(0), kw_x.eq(0), kh_ab.eq(self.base),
-                         tap.eq(self.base), kw_last.eq(g.kernel_w == 1),
+            m.d.sync += [nt.eq(0), kh.eq(0), kw.eq(0), kh_y.eq(0), kw_x.eq(0), kh_ab.eq(self.base + ty0),
+                         tap.eq(self.base + t00), par_x.eq(sw & g.pad_left[0]), par_y.eq(sh & g.pad_top[0]),
+                         kw_last.eq(g.kernel_w == 1),
                          kh_last.eq(g.kernel_h == 1), nt_last.eq(g.n_tiles == 1)]
         with m.If(fsm.ongoing("SETUP") & (step == self.SETUP - 1)):
             m.d.sync += [*(q[j].eq(q0[j]) for j in range(cols)), *(r[j].eq(r0[j]) for j in range(cols))]

@@ -280,10 +280,14 @@ class Engine(wiring.Component):
         tb_b, wb_b = Signal.like(tb_f), Signal.like(wb_f)
         vals = {name: Signal(32, name=f"{name}_b") for name in ("k", "n_tiles", "pixels", "m_tiles", "in_len",
                                                                 "w_len", "out_len", "in_buf", "out_buf", "khc",
-                                                                "shc", "row_bytes")}
+                                                                "shc", "row_bytes", "rp", "odd_w", "out_rp",
+                                                                "out_odd_w", "split_h", "split_w")}
         # the drain's layer (its output packed, written and captured), copied from the back's when it starts
         d_out_addr, d_out_c, d_index = Signal(32), Signal(16), Signal(16)
         d_pixels, d_out_len = Signal(32), Signal(32)
+        # the place of its output kept on chip (hw.depthwise_gen.InputLayout: split as its command says)
+        d_out_h, d_out_w, d_split_h, d_split_w = Signal(16), Signal(16), Signal(), Signal()
+        d_rp, d_odd_w = Signal(in_bits), Signal(in_bits)
         m.d.comb += [fetch.list_addr.eq(self.list_addr), fetch.win_base.eq(self.ro_base),
                      fetch.win_limit.eq(self.ro_limit),
                      check.command.eq(cmd_f), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
@@ -306,8 +310,13 @@ class Engine(wiring.Component):
                      out_pitch_d.eq(input_pitch(d_out_c, self.bank_bytes, nb)),
                      cap_base.eq((in_base + vals["in_buf"] + lanes - 1) & ~(lanes - 1)),
                      in_loader.pixel.eq(cmd_b.in_c), in_loader.pitch.eq(pitch_b), in_loader.base.eq(in_base),
+                     in_loader.in_h.eq(cmd_b.in_h), in_loader.in_w.eq(cmd_b.in_w),
+                     in_loader.split_h.eq(vals["split_h"][0]), in_loader.split_w.eq(vals["split_w"][0]),
+                     in_loader.row_bytes.eq(vals["rp"]), in_loader.odd_w.eq(vals["odd_w"]),
                      capture.length.eq(d_out_len), capture.base.eq(d_cap_base),
                      capture.pixel.eq(d_out_c), capture.pitch.eq(out_pitch_d),
+                     capture.in_h.eq(d_out_h), capture.in_w.eq(d_out_w), capture.split_h.eq(d_split_h),
+                     capture.split_w.eq(d_split_w), capture.row_bytes.eq(d_rp), capture.odd_w.eq(d_odd_w),
                      in_avail_now.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled),
                                          Mux(stack_b, stacker.filled, in_q.filled))),
                      gen.base.eq(in_base), dwgen.base.eq(in_base), stacker.base.eq(in_base)]
@@ -336,7 +345,8 @@ class Engine(wiring.Component):
                      *(dwgen.geometry[f].eq(v) for f, v in geometry.items() if f != "in_c"),
                      dwgen.geometry.depth_multiplier.eq(cmd_b.depth_multiplier),
                      dwgen.geometry.n_tiles.eq(vals["n_tiles"]), dwgen.geometry.zero_point.eq(cmd_b.input_zero_point),
-                     dwgen.geometry.pitch.eq(pitch_b), dwgen.avail.eq(in_avail), dwgen.total.eq(vals["in_buf"]),
+                     dwgen.geometry.pitch.eq(pitch_b), dwgen.geometry.split_h.eq(vals["split_h"][0]),
+                     dwgen.geometry.split_w.eq(vals["split_w"][0]), dwgen.avail.eq(in_avail),
                      streamer.k.eq(vals["k"]), streamer.n_tiles.eq(vals["n_tiles"]),
                      streamer.m_tiles.eq(vals["m_tiles"]), streamer.base.eq(wb_b),
                      streamer.avail.eq(w_avail),
@@ -461,7 +471,8 @@ class Engine(wiring.Component):
         d_cap_wraps = Signal()        # the drain's capture runs past the input buffer's end (and on from its start)
         fwd = Signal()                # the front's command reads the back's layer's output, captured
         m.d.sync += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
-                           & (check.in_buf == vals["out_buf"]) & ~cmd_f.stack)
+                           & (check.in_buf == vals["out_buf"]) & ~cmd_f.stack
+                           & (check.split_h == cmd_b.out_split_h) & (check.split_w == cmd_b.out_split_w))
         # a layer that reads its input from memory where the draining layer is still writing waits for the drain to
         # end (read after write: its output is in memory only once its write responses are in)
         in_end_f, d_out_end = Signal(33), Signal(33)
@@ -510,6 +521,8 @@ class Engine(wiring.Component):
                              d_out_end.eq(cmd_b.output_addr + vals["out_len"]),
                              d_index.eq(index_b), d_pixels.eq(vals["pixels"]), d_out_len.eq(vals["out_len"]),
                              d_cap_base.eq(cap_base), d_capturing.eq(capturing), d_keep.eq(cmd_b.keep),
+                             d_out_h.eq(cmd_b.out_h), d_out_w.eq(cmd_b.out_w), d_split_h.eq(cmd_b.out_split_h),
+                             d_split_w.eq(cmd_b.out_split_w), d_rp.eq(vals["out_rp"]), d_odd_w.eq(vals["out_odd_w"]),
                              d_cap_wraps.eq(cap_base + vals["out_buf"] > self.in_depth)]
                 m.next = "START"
             with m.State("START"):

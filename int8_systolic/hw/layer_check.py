@@ -40,7 +40,7 @@ from amaranth.lib import wiring
 from amaranth.lib.wiring import In, Out
 
 from . import commands
-from .depthwise_gen import input_pitch
+from .depthwise_gen import input_pitch, input_split
 from .products import latch_products, sequential_products, setup_cycles
 from .table_loader import ENTRY_BYTES
 
@@ -59,15 +59,22 @@ class LayerCheck(wiring.Component):
     # (result, factor, factor): factors are command fields, earlier results, "<field>-1", the constant "cols",
     # "in_c_or_1" (1 for DEPTHWISE_CONV_2D, whose K is the taps alone) and "n_tiles"; in the order hw.products
     # schedules them (a result LAG + 1 steps before its first use, where it can)
+    # The input's and the kept output's places in the input buffer (hw.depthwise_gen.InputLayout): a stored row
+    # (rp: "w_part" pixels, the row's part when split by column), the odd columns' offset (odd_w: "h_part" rows), an
+    # image (img: "parts" of odd_w), the batch.
     PRODUCTS = (
         ("hw", "in_h", "in_w"), ("khw", "kernel_h", "kernel_w"), ("ohw", "out_h", "out_w"),
+        ("rp", "w_part", "pitch"), ("out_rp", "ow_part", "out_pitch"), ("khc", "kernel_h", "in_c"),
         ("span_h", "out_h-1", "stride_h"), ("span_w", "out_w-1", "stride_w"),
         ("ext_h", "kernel_h-1", "dilation_h"), ("ext_w", "kernel_w-1", "dilation_w"),
         ("cm", "in_c", "depth_multiplier"), ("hwc", "hw", "in_c"), ("k", "khw", "in_c_or_1"),
-        ("pixels", "ohw", "batch"), ("hwp", "hw", "pitch"), ("in_bytes", "hwc", "batch"), ("kc", "k", "cols"),
-        ("out_bytes", "pixels", "out_c"), ("in_buf", "hwp", "batch"), ("out_buf", "pixels", "out_pitch"),
-        ("w_bytes", "kc", "n_tiles"), ("khc", "kernel_h", "in_c"), ("shc", "in_c", "stride_h"),
-        ("stk_row", "khc", "in_w"), ("stk_img", "stk_row", "out_h"), ("stk_buf", "stk_img", "batch"),
+        ("pixels", "ohw", "batch"), ("odd_w", "h_part", "rp"), ("out_odd_w", "oh_part", "out_rp"),
+        ("stk_row", "khc", "in_w"), ("shc", "in_c", "stride_h"),
+        ("in_bytes", "hwc", "batch"), ("kc", "k", "cols"),
+        ("out_bytes", "pixels", "out_c"), ("img", "odd_w", "parts"), ("out_img", "out_odd_w", "out_parts"),
+        ("stk_img", "stk_row", "out_h"),
+        ("w_bytes", "kc", "n_tiles"), ("in_buf", "img", "batch"), ("out_buf", "out_img", "batch"),
+        ("stk_buf", "stk_img", "batch"),
     )
     SETUP = setup_cycles(PRODUCTS)
 
@@ -93,7 +100,8 @@ class LayerCheck(wiring.Component):
             "k": Out(32), "n_tiles": Out(16), "pixels": Out(32), "m_tiles": Out(32),
             "in_len": Out(32), "w_len": Out(32), "t_len": Out(32), "out_len": Out(32),
             "in_buf": Out(32), "out_buf": Out(32), "khc": Out(17), "shc": Out(32), "row_bytes": Out(32),
-            "capture": Out(1),
+            "capture": Out(1), "split_h": Out(1), "split_w": Out(1), "rp": Out(32), "odd_w": Out(32),
+            "out_rp": Out(32), "out_odd_w": Out(32),
         })
 
     def elaborate(self, platform):
@@ -105,9 +113,22 @@ class LayerCheck(wiring.Component):
         pitch, out_pitch = Signal(17), Signal(17)
         m.d.comb += [pitch.eq(input_pitch(c.in_c, self.bank_bytes, nbytes)),
                      out_pitch.eq(input_pitch(c.out_c, self.bank_bytes, nbytes))]
+        # a DEPTHWISE_CONV_2D of stride 2 holds its input split by parity (hw.depthwise_gen.input_split); the output
+        # kept on chip is split as the command says
+        split_h, split_w = Signal(), Signal()
+        in_h_split, in_w_split = input_split(c.in_c, c.stride_h, c.stride_w, nbytes)
+        m.d.comb += [split_h.eq(is_dw & in_h_split), split_w.eq(is_dw & in_w_split)]
+        osh, osw = c.out_split_h, c.out_split_w
+
+        def part(v, split):
+            return Mux(split, (v + 1) >> 1, v)
+
         operands = {**{f.name: c[f.name] for f in commands.FIELDS if f.name != "op"}, "cols": self.cols,
                     "pitch": pitch, "out_pitch": out_pitch, "in_c_or_1": Mux(is_dw, 1, c.in_c),
-                    "n_tiles": n_tiles[:17]}
+                    "n_tiles": n_tiles[:17], "w_part": part(c.in_w, split_w), "h_part": part(c.in_h, split_h),
+                    "ow_part": part(c.out_w, osw), "oh_part": part(c.out_h, osh),
+                    "parts": Cat(~split_h & ~split_w, split_h ^ split_w, split_h & split_w),
+                    "out_parts": Cat(~osh & ~osw, osh ^ osw, osh & osw)}
         for f in ("out_h", "out_w", "kernel_h", "kernel_w"):
             operands[f"{f}-1"] = c[f] - 1
 
@@ -143,7 +164,7 @@ class LayerCheck(wiring.Component):
         ends = {name: Signal(34, name=f"end_{name}") for name in ("input", "output", "weights", "table")}
         shape, unsupported, too_big, misaligned, window = Signal(), Signal(), Signal(), Signal(), Signal()
         # (each comparison registered on its own in ENDS, their ORs in FLAGS: no comparison and OR in one cycle)
-        shape_bits, big_bits = Signal(8), Signal(5)
+        shape_bits, big_bits = Signal(9), Signal(5)
         in_buf = Signal(32)
         beside = Signal()          # the output fits in the input buffer after the input (capture, or keep)
 
@@ -205,7 +226,8 @@ class LayerCheck(wiring.Component):
                                                c.pad_top > val["ext_h"], c.pad_left > val["ext_w"],
                                                c.act_min > c.act_max,
                                                Mux(is_dw, val["cm"] != c.out_c, c.depth_multiplier != 1),
-                                               c.stack & ~is_conv)),
+                                               c.stack & ~is_conv,
+                                               (osh | osw) & (c.out_c[:(nbytes - 1).bit_length()] != 0))),
                              # (the input's bytes in the buffer: at least in_len rounded to a beat, unless
                              # row-stacked, which stores only the rows the windows reach)
                              big_bits.eq(Cat(w_len > self.w_depth, val["out_bytes"] > self.out_depth,
@@ -227,7 +249,10 @@ class LayerCheck(wiring.Component):
                              self.out_len.eq(val["out_bytes"]), self.k.eq(val["k"]), self.n_tiles.eq(n_tiles),
                              self.pixels.eq(val["pixels"]), self.in_buf.eq(in_buf),
                              self.out_buf.eq(val["out_buf"]), self.khc.eq(val["khc"]), self.shc.eq(val["shc"]),
-                             self.row_bytes.eq(val["stk_row"]), self.capture.eq(beside)]
+                             self.row_bytes.eq(val["stk_row"]), self.capture.eq(beside),
+                             self.split_h.eq(split_h), self.split_w.eq(split_w), self.rp.eq(val["rp"]),
+                             self.odd_w.eq(val["odd_w"]), self.out_rp.eq(val["out_rp"]),
+                             self.out_odd_w.eq(val["out_odd_w"])]
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
         return m

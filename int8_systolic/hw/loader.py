@@ -10,7 +10,10 @@ inside the window). The copy is read in commands of at most ``chunk`` bytes, so 
 sharing the port through the arbiter take turns rather than one waiting for the other's whole
 tensor. With ``pixel`` (bytes) and a larger ``pitch``, a depthwise layer's input is spread out: byte i of pixel p
 goes to ``base + p * pitch + i`` (:func:`hw.depthwise_gen.input_pitch`; ``pixel`` is then whole beats); with
-``pitch == pixel`` (0 and 0 too) the copy is linear. ``loaded`` counts the bytes written so far, ``filled``
+``pitch == pixel`` (0 and 0 too) the copy is linear. With ``split_h`` or ``split_w`` (and ``pixel`` whole beats) the
+pixels of an NHWC tensor of ``in_h`` x ``in_w`` pixels are placed as :class:`hw.depthwise_gen.InputLayout` says (a
+stride-2 depthwise layer's input split by parity), ``row_bytes`` and ``odd_w`` its stored row and its odd columns'
+offset. ``loaded`` counts the bytes written so far, ``filled``
 the buffer's bytes from ``base`` below which every byte is written (``loaded`` for a linear copy; the
 engine starts computing on the first bytes and its readers wait for the bytes they need), ``w_filled`` what
 ``filled`` will be once this cycle's write is in (for a :class:`hw.write_queue.WriteQueue` that carries it).
@@ -52,7 +55,8 @@ class Loader(wiring.Component):
         super().__init__({
             **({"throttled": In(1), "room": In(16)} if throttle else {}),
             "start": In(1), "addr": In(32), "length": In(24), "base": In(addr_width), "pixel": In(17),
-            "pitch": In(17),
+            "pitch": In(17), "in_h": In(16), "in_w": In(16), "split_h": In(1), "split_w": In(1),
+            "row_bytes": In(addr_width), "odd_w": In(addr_width),
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
@@ -74,6 +78,27 @@ class Loader(wiring.Component):
         pix_left = Signal(18)                  # bytes of the current pixel not yet written
         unwritten = Signal(25)                 # bytes of the input not yet written
         filled = Signal(25)
+        # a split layout (hw.depthwise_gen.InputLayout): the pixel's column and row, whether each is the last and
+        # odd, the row's and the image's places; the steps from an even and an odd column (row) to the next
+        aw = self.addr_width
+        split, split_h, split_w = Signal(), Signal(), Signal()
+        in_w, in_h, col, row = Signal(16), Signal(16), Signal(16), Signal(16)
+        col_last, row_last, col_odd, row_odd = Signal(), Signal(), Signal(), Signal()
+        row_addr, img_addr = Signal(aw), Signal(aw)
+        dx_even, dx_odd, dy_even, dy_odd, image = (Signal(aw, name=n) for n in (
+            "dx_even", "dx_odd", "dy_even", "dy_odd", "image"))
+        odd_h = Signal(aw)
+        m.d.comb += odd_h.eq(Mux(self.split_w, self.odd_w << 1, self.odd_w))
+        with m.If(self.start & ~self.busy):
+            m.d.sync += [split.eq(self.split_h | self.split_w), split_h.eq(self.split_h), split_w.eq(self.split_w),
+                         in_w.eq(self.in_w), in_h.eq(self.in_h), col.eq(0), row.eq(0),
+                         col_last.eq(self.in_w == 1), row_last.eq(self.in_h == 1), col_odd.eq(0), row_odd.eq(0),
+                         row_addr.eq(self.base), img_addr.eq(self.base),
+                         dx_even.eq(Mux(self.split_w, self.odd_w, self.pitch)),
+                         dx_odd.eq(Mux(self.split_w, self.pitch - self.odd_w, self.pitch)),
+                         dy_even.eq(Mux(self.split_h, odd_h, self.row_bytes)),
+                         dy_odd.eq(Mux(self.split_h, self.row_bytes - odd_h, self.row_bytes)),
+                         image.eq(Mux(self.split_h, odd_h << 1, odd_h))]
         m.d.sync += self.done.eq(0)
         with m.If(self.start & ~self.busy):
             m.d.sync += [self.busy.eq(1), next_addr.eq(self.addr), left.eq(self.length), self.loaded.eq(0),
@@ -120,10 +145,11 @@ class Loader(wiring.Component):
         final = Signal()           # the next beat is the copy's last
         one_beat_pixel = Signal()  # a pixel is one beat
         with m.If(self.start & ~self.busy):
-            m.d.sync += [pixel_end.eq((self.pitch != self.pixel) & (self.pixel <= nbytes)),
+            m.d.sync += [pixel_end.eq(((self.pitch != self.pixel) | self.split_h | self.split_w)
+                                      & (self.pixel <= nbytes)),
                          one_beat_pixel.eq(self.pixel <= nbytes), final.eq(self.length <= nbytes)]
         with m.Elif(accept):
-            m.d.sync += [pixel_end.eq(spread & Mux(pixel_end, one_beat_pixel, pix_left <= 2 * nbytes)),
+            m.d.sync += [pixel_end.eq((spread | split) & Mux(pixel_end, one_beat_pixel, pix_left <= 2 * nbytes)),
                          final.eq(unwritten <= 2 * nbytes)]
         if self.pairs:
             held = Signal()                            # a beat waits for the next
@@ -158,9 +184,24 @@ class Loader(wiring.Component):
         with m.If(accept):
             m.d.sync += [unwritten.eq(unwritten - nbytes), filled.eq(filled_next)]
             with m.If(pixel_end):
-                # the pixel's last beat: the next pixel starts a pitch on
-                m.d.sync += [pix_left.eq(pixel), pix_addr.eq(pix_addr + pitch), w_ptr.eq(pix_addr + pitch),
-                             pix_start.eq(pix_start + pitch)]
+                # the pixel's last beat: the next pixel starts a pitch on, or where the split layout puts it
+                nxt = Signal(aw)
+                m.d.comb += nxt.eq(pix_addr + pitch)
+                with m.If(split):
+                    with m.If(~col_last):
+                        m.d.comb += nxt.eq(pix_addr + Mux(col_odd, dx_odd, dx_even))
+                        m.d.sync += [col.eq(col + 1), col_last.eq(col + 2 == in_w), col_odd.eq(col_odd ^ split_w)]
+                    with m.Else():
+                        m.d.sync += [col.eq(0), col_last.eq(in_w == 1), col_odd.eq(0)]
+                        with m.If(~row_last):
+                            m.d.comb += nxt.eq(row_addr + Mux(row_odd, dy_odd, dy_even))
+                            m.d.sync += [row.eq(row + 1), row_last.eq(row + 2 == in_h),
+                                         row_odd.eq(row_odd ^ split_h), row_addr.eq(nxt)]
+                        with m.Else():
+                            m.d.comb += nxt.eq(img_addr + image)
+                            m.d.sync += [row.eq(0), row_last.eq(in_h == 1), row_odd.eq(0), row_addr.eq(nxt),
+                                         img_addr.eq(nxt)]
+                m.d.sync += [pix_left.eq(pixel), pix_addr.eq(nxt), w_ptr.eq(nxt), pix_start.eq(pix_start + pitch)]
             with m.Else():
                 m.d.sync += [pix_left.eq(pix_left - nbytes), w_ptr.eq(w_ptr + nbytes)]
             with m.If(final):
