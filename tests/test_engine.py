@@ -37,9 +37,10 @@ VCD = None     # a path: the runs' waveforms (debugging)
 
 
 def run(dut, image, *, lists=(LIST,), seed=0, latency=20, p_ready=0.8, max_cycles=200000, error_ranges=(),
-        windows=(RO, RW)):
+        windows=(RO, RW), between=None, gap=5):
     """Pulse go with each of ``lists`` as the list address in turn, the next once the list before stops; returns
-    the events and the model. ``windows``: the read-only and read-write windows."""
+    the events and the model. ``windows``: the read-only and read-write windows; ``between``: called (with the
+    memory) after each stop but the last, as a host would run its ops, ``gap`` cycles before the next go."""
     ro, rw = windows
     model = AxiMemoryModel(dut, image.mem, data_bytes=dut.data_width // 8, read_windows=[ro, rw],
                            write_windows=[rw], latency=latency, p_ready=p_ready, seed=seed,
@@ -75,8 +76,10 @@ def run(dut, image, *, lists=(LIST,), seed=0, latency=20, p_ready=0.8, max_cycle
                         await ctx.tick()
                     assert model.idle, "a burst open after the list stopped"
                     return
-                go_at = t + 5
+                go_at = t + gap
                 ctx.set(dut.list_addr, left[0])
+                if between is not None:
+                    between(image.mem)
         raise AssertionError(f"the list did not stop in {max_cycles} cycles: {events}")
 
     simulate(dut, bench, vcd=VCD)
@@ -105,6 +108,9 @@ def test_a_list_of_random_layers_is_exact(seed):
 
 
 def test_a_barrier_stops_the_list_and_go_resumes_after_it():
+    """The second go resumes after the BARRIER (its list address is not read). The command after the barrier is
+    prepared while the first layer runs: its table and weights are read before the barrier's stop, its input only
+    after the go (the host writes it in between)."""
     rng = random.Random(4)
     dut = engine()
     image = Image(4, dut.cols)
@@ -113,9 +119,82 @@ def test_a_barrier_stops_the_list_and_go_resumes_after_it():
     image.add(Layer(rng, 41, fc=True))
     image.finish()
     before = bytes(image.mem)
-    events, _ = run(dut, image, lists=(LIST, 0x800))      # the second go resumes: its list address is not read
+    events, model = run(dut, image, lists=(LIST, 0x800))
     assert [e[0] for e in events] == ["barrier", "done"], events
     check_memory(image.mem, before, image.outputs)
+    after = commands.unpack(bytes(image.mem[LIST + 128:LIST + 192]))
+    stop, go = events[0][1], events[0][1] + 5     # (the first go at cycle 0, the second five cycles after the stop)
+    first_read = {name: min(t for a, _, t in model.read_bursts if a == after[name])
+                  for name in ("table_addr", "weights_addr", "input_addr")}
+    assert first_read["table_addr"] < stop, (first_read, stop)
+    assert first_read["weights_addr"] < stop, (first_read, stop)
+    assert first_read["input_addr"] > go, (first_read, go)
+
+
+def test_a_layer_after_a_barrier_reads_what_the_host_wrote():
+    """A layer whose input is the output of the layer before the BARRIER (captured on chip, same place and shape)
+    reads it again from memory after the go: the host may have written it in between (here it does, and takes
+    long enough for the layer to be prepared before the go)."""
+    rng = random.Random(19)
+    dut = engine()
+    image = Image(19, dut.cols)
+    first = Layer(rng, 190, shape=(1, 4, 4, 3), filter_hw=(1, 1), stride=(1, 1), dilation=(1, 1), padding="SAME",
+                  out_c=5)
+    image.add(first)
+    image.raw(commands.pack(op="BARRIER"))
+    second = Layer(rng, 191, shape=(1, 4, 4, 5), filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1), padding="SAME")
+    second.act = [-128, 127]          # (outputs that depend on the input: no clamp to one value)
+    out_addr = image.outputs[0][0]
+    image.add(second, input_addr=out_addr)
+    image.finish()
+    before = bytes(image.mem)
+
+    def host(mem):
+        mem[out_addr:out_addr + second.x.nbytes] = second.x.tobytes()
+
+    events, _ = run(dut, image, lists=(LIST, LIST), between=host, gap=300)
+    assert [e[0] for e in events] == ["barrier", "done"], events
+    check_memory(image.mem, before, [(out_addr, second.x.tobytes()), image.outputs[1]])
+    assert len(set(image.outputs[1][1])) > 10
+
+
+@pytest.mark.parametrize("case", ["end", "barrier", "bad", "bad_table", "bus_before"])
+def test_what_follows_a_barrier_waits_for_the_go(case):
+    """Past a BARRIER the engine prepares ahead, but what it finds there belongs to the list the next go resumes:
+    an END or a second BARRIER right after the barrier, a bad command (its error and index reported after the go,
+    not at the barrier), a read error on its table (likewise). An error of a layer before the barrier (a write
+    answered SLVERR) is that list's: it stops with BUS at that layer's index, no barrier."""
+    rng = random.Random(18)
+    dut = engine()
+    image = Image(18, dut.cols)
+    image.add(Layer(rng, 180))
+    image.raw(commands.pack(op="BARRIER"))
+    if case == "end":
+        pass
+    elif case == "barrier":
+        image.raw(commands.pack(op="BARRIER"))
+    else:
+        image.add(Layer(rng, 181))
+        if case == "bad":
+            image.list[-1] = BAD["INCONSISTENT"](image.list[-1])
+    image.finish()
+    before = bytes(image.mem)
+    errors = []
+    if case == "bad_table":
+        table = commands.unpack(bytes(image.mem[LIST + 128:LIST + 192]))["table_addr"]
+        errors = [(table, table + 8)]
+    elif case == "bus_before":
+        addr, out = image.outputs[0]
+        errors = [((addr + len(out) - 1) // 8 * 8, (addr + len(out) - 1) // 8 * 8 + 8)]
+    lists = {"end": 2, "barrier": 3, "bad": 2, "bad_table": 2, "bus_before": 1}[case]
+    events, _ = run(dut, image, lists=(LIST,) * lists, error_ranges=errors)
+    kinds = [e[0] if e[0] != "error" else e[1:] for e in events]
+    assert kinds == {"end": ["barrier", "done"], "barrier": ["barrier", "barrier", "done"],
+                     "bad": ["barrier", (1 << ERRORS["INCONSISTENT"], 2)],
+                     "bad_table": ["barrier", (1 << ERRORS["BUS"], 2)],
+                     "bus_before": [(1 << ERRORS["BUS"], 0)]}[case], events
+    if case in ("end", "barrier", "bad", "bad_table"):
+        check_memory(image.mem, before, image.outputs[:1])
 
 
 # each bad command (a function of the good one) and the error it raises

@@ -375,6 +375,14 @@ class Engine(wiring.Component):
         halt = Signal()               # a layer ended with a bus error: prepare nothing more
         front_error = Signal(len(ERRORS))
         front_index = Signal(16)
+        # Past a BARRIER the front goes on: the fetcher resumes after it (`resume`) and the next command is fetched,
+        # checked, and its table and weights loaded (read-only data the host does not change) while the commands
+        # before the barrier finish and while the host runs its ops; the back takes it only after the GO that
+        # resumes (`fence`, and `fence_r` a cycle longer: `fwd` is a register of `last_valid`, which that GO
+        # clears). An error of a command past the barrier (index from `fence_first` on) waits for that GO.
+        fence, fence_r, resume = Signal(), Signal(), Signal()
+        fence_first = Signal(16)
+        m.d.sync += [fence_r.eq(fence), resume.eq(0)]
         # The first error response stops the list at once (no command is taken after it; the ones taken
         # complete) and names its command: a write's is the draining layer's, a read's the layer loading its
         # input if one is, else the command being prepared (its table or weights).
@@ -417,6 +425,10 @@ class Engine(wiring.Component):
                 with m.Elif(fetch.desc.valid):
                     m.d.sync += [cmd_f.eq(fetch.desc.payload.command), index_f.eq(fetch.desc.payload.index)]
                     m.next = "CHECK_START"
+                with m.Elif(list_barrier & ~list_end & ~fence):
+                    # (the fetcher stopped at the barrier, its index the next command's)
+                    m.d.sync += [fence.eq(1), fence_first.eq(fetch.desc.payload.index), list_barrier.eq(0),
+                                 resume.eq(1)]
                 with m.Elif(list_end | list_barrier):
                     m.next = "END"
                 with m.Elif(fetch.error.any()):
@@ -459,7 +471,7 @@ class Engine(wiring.Component):
         # the always block such a value becomes while the state keeps its initial value, and leaves it X)
         m.d.comb += [fetch.desc.ready.eq(front.ongoing("FETCH") & ~halt), check.start.eq(front.ongoing("CHECK_START")),
                      tables.start.eq(front.ongoing("TABLE_START")), w_loader.start.eq(front.ongoing("WEIGHTS_START")),
-                     ready.eq(front.ongoing("READY") & ~halt)]
+                     ready.eq(front.ongoing("READY") & ~halt & ~fence & ~fence_r)]
 
         # --- the back: the layer's input, steps and weights; then the drain: its output packed, written, captured.
         # The back takes the next layer once its layer's steps are all taken and the drain has started that layer,
@@ -546,23 +558,31 @@ class Engine(wiring.Component):
                      writer.cmd.valid.eq(drain.ongoing("RUN") & ~written & ~d_keep)]
 
         # --- GO, and the stop once the back is idle and the front has ended (or halted with its loads done) ---
+        own_error = Signal()          # an error of a command before the barrier the front has passed (or no fence)
+        m.d.comb += own_error.eq((front_error != 0) & (~fence | (front_index < fence_first)))
         with m.FSM(name="control") as control:
             with m.State("IDLE"), m.If(self.go):
-                # (GO again: the host may have changed memory, so no output of the last list is taken as captured)
-                m.d.sync += [self.busy.eq(1), self.error.eq(0), bus_error.eq(0), list_end.eq(0),
-                             list_barrier.eq(0), halt.eq(0), front_error.eq(0), last_valid.eq(0)]
+                # (GO again: the host may have changed memory, so no output of the last list is taken as captured.
+                # Resuming past a fence, what the front found after the barrier stays: its flags and errors)
+                m.d.sync += [self.busy.eq(1), self.error.eq(0), last_valid.eq(0), fence.eq(0)]
+                with m.If(~fence):
+                    m.d.sync += [bus_error.eq(0), list_end.eq(0), list_barrier.eq(0), halt.eq(0), front_error.eq(0)]
                 m.next = "ACTIVE"
-            with m.State("ACTIVE"), m.If(back_idle & drain_idle & ~ready & front_end & ~tables.busy
-                                         & ~w_loader.busy):
-                m.d.sync += [self.error.eq(front_error), self.error_index.eq(front_index)]
-                m.next = "STOP"
+            with m.State("ACTIVE"):
+                with m.If(back_idle & drain_idle & fence & ~own_error):
+                    # the commands before the barrier done: stop there, the front going on (no stop of the fetcher)
+                    m.d.sync += [self.busy.eq(0), self.barrier.eq(1), self.error.eq(0)]
+                    m.next = "IDLE"
+                with m.Elif(back_idle & drain_idle & ~ready & front_end & ~tables.busy & ~w_loader.busy):
+                    m.d.sync += [self.error.eq(front_error), self.error_index.eq(front_index), fence.eq(0)]
+                    m.next = "STOP"
             # STOP: the fetcher may be reading ahead: stop it (its read completes); busy falls only then, with the
             # stop's pulse (a GO before it would be lost)
             with m.State("STOP"), m.If(~fetch.busy):
                 m.d.sync += [self.busy.eq(0), self.done.eq(list_end & (self.error == 0)),
                              self.barrier.eq(list_barrier & ~list_end & (self.error == 0))]
                 m.next = "IDLE"
-        m.d.comb += [begin.eq(control.ongoing("IDLE") & self.go), fetch.go.eq(begin),
+        m.d.comb += [begin.eq(control.ongoing("IDLE") & self.go), fetch.go.eq((begin & ~fence) | resume),
                      fetch.stop.eq(control.ongoing("STOP")), finish.eq(control.ongoing("STOP") & ~fetch.busy)]
         return m
 

@@ -73,21 +73,25 @@ class Engine:
         await ClockCycles(d.clk, 4)
         d.rst.value = 0
         await ClockCycles(d.clk, 2)
+        self.marks = (self.monitor.read_bytes, self.monitor.written_bytes)
 
     async def run_segment(self, n_layers):
-        """GO; returns per layer (cycles, bytes read, bytes written) and the stop ("barrier" or "done")."""
+        """GO; returns per layer (cycles, bytes read, bytes written) and the stop ("barrier" or "done"). A layer's
+        bytes are those moved since the last layer's end, so the bytes the engine reads past a BARRIER (the next
+        command, its table and weights, prepared ahead: after the stop too) count with the first layer after it."""
         d, mon = self.dut, self.monitor
         await FallingEdge(d.clk)
         d.go.value = 1
         await FallingEdge(d.clk)
         d.go.value = 0
-        figures, last, r0, w0 = [], 0, mon.read_bytes, mon.written_bytes
+        figures, last, (r0, w0) = [], 0, self.marks
         for t in range(1, 50_000_000):
             await RisingEdge(d.clk)
             await ReadOnly()
             if int(d.layer_done.value):
                 figures.append((t - last, mon.read_bytes - r0, mon.written_bytes - w0))
                 last, r0, w0 = t, mon.read_bytes, mon.written_bytes
+                self.marks = (r0, w0)
             if int(d.done.value) or int(d.barrier.value):
                 stop = "done" if int(d.done.value) else "barrier"
                 break
