@@ -158,16 +158,20 @@ def test_a_layer_after_a_barrier_reads_what_the_host_wrote():
     assert len(set(image.outputs[1][1])) > 10
 
 
-@pytest.mark.parametrize("case", ["end", "barrier", "bad", "bad_table", "bus_before"])
+@pytest.mark.parametrize("case", ["end", "barrier", "bad", "bad_table", "bad_fetch", "bus_before", "bus_input"])
 def test_what_follows_a_barrier_waits_for_the_go(case):
     """Past a BARRIER the engine prepares ahead, but what it finds there belongs to the list the next go resumes:
     an END or a second BARRIER right after the barrier, a bad command (its error and index reported after the go,
-    not at the barrier), a read error on its table (likewise). An error of a layer before the barrier (a write
-    answered SLVERR) is that list's: it stops with BUS at that layer's index, no barrier."""
+    not at the barrier), a read error on its table or on the command itself (likewise). An error of a layer before
+    the barrier (a write answered SLVERR, or the last word of its input read) is that list's: it stops with BUS at
+    that layer's index, no barrier. (The engine prepares past the barrier only once the layers before it have read
+    their inputs and weights, so a read error is never taken for the wrong side of it.)"""
     rng = random.Random(18)
-    dut = engine()
+    dut = engine(in_depth=8192, out_depth=4096)
     image = Image(18, dut.cols)
-    image.add(Layer(rng, 180))
+    # (a 3 200-byte input: still loading when the next command's table would be read)
+    image.add(Layer(rng, 180, shape=(1, 20, 20, 8), filter_hw=(1, 1), stride=(1, 1), dilation=(1, 1),
+                    padding="SAME", out_c=4))
     image.raw(commands.pack(op="BARRIER"))
     if case == "end":
         pass
@@ -183,17 +187,23 @@ def test_what_follows_a_barrier_waits_for_the_go(case):
     if case == "bad_table":
         table = commands.unpack(bytes(image.mem[LIST + 128:LIST + 192]))["table_addr"]
         errors = [(table, table + 8)]
+    elif case == "bad_fetch":
+        errors = [(LIST + 128, LIST + 136)]
+    elif case == "bus_input":
+        addr, size = image.inputs[0]
+        errors = [((addr + size - 1) // 8 * 8, (addr + size - 1) // 8 * 8 + 8)]
     elif case == "bus_before":
         addr, out = image.outputs[0]
         errors = [((addr + len(out) - 1) // 8 * 8, (addr + len(out) - 1) // 8 * 8 + 8)]
-    lists = {"end": 2, "barrier": 3, "bad": 2, "bad_table": 2, "bus_before": 1}[case]
+    lists = {"end": 2, "barrier": 3, "bad": 2, "bad_table": 2, "bad_fetch": 2, "bus_before": 1, "bus_input": 1}[case]
     events, _ = run(dut, image, lists=(LIST,) * lists, error_ranges=errors)
     kinds = [e[0] if e[0] != "error" else e[1:] for e in events]
     assert kinds == {"end": ["barrier", "done"], "barrier": ["barrier", "barrier", "done"],
                      "bad": ["barrier", (1 << ERRORS["INCONSISTENT"], 2)],
                      "bad_table": ["barrier", (1 << ERRORS["BUS"], 2)],
-                     "bus_before": [(1 << ERRORS["BUS"], 0)]}[case], events
-    if case in ("end", "barrier", "bad", "bad_table"):
+                     "bad_fetch": ["barrier", (1 << ERRORS["BUS"], 2)],
+                     "bus_before": [(1 << ERRORS["BUS"], 0)], "bus_input": [(1 << ERRORS["BUS"], 0)]}[case], events
+    if case in ("end", "barrier", "bad", "bad_table", "bad_fetch"):
         check_memory(image.mem, before, image.outputs[:1])
 
 

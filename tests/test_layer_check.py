@@ -104,6 +104,10 @@ BREAKS = [
     # a depthwise input that fits unpadded but not at its pitch (64 channels take 72 bytes a pixel)
     lambda c, r: c.update(op=commands.OPS["DEPTHWISE_CONV_2D"], in_c=64, out_c=64, batch=1, in_h=8, in_w=8,
                           out_h=4, out_w=4, stride_h=2, stride_w=2, depth_multiplier=1),
+    # a stored row of 2**17 bytes: the products' second factor is 17 bits, so a wide one must go first
+    lambda c, r: c.update(op=commands.OPS["CONV_2D"], depth_multiplier=1, batch=1, in_h=1, in_w=16384, in_c=8,
+                          out_h=1, out_w=1, out_c=1, kernel_h=1, kernel_w=1, pad_top=0, pad_left=0, stack=0,
+                          out_split_h=0, out_split_w=0, keep=0),
     lambda c, r: c.update(bypass=1),
     # an output kept split whose pixels are not whole bus words
     lambda c, r: c.update(out_c=NB + 1, out_split_w=1, op=commands.OPS["CONV_2D"], depth_multiplier=1),

@@ -474,7 +474,8 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         # stride-2 DEPTHWISE_CONV_2D (hw.depthwise_gen.InputLayout)
         for cmd, nxt in itertools.pairwise(cmds):
             if (nxt["op"] == "DEPTHWISE_CONV_2D" and nxt["input_addr"] == cmd["output_addr"]
-                    and nxt["in_c"] == cmd["out_c"]):
+                    and all(nxt[a] == cmd[b] for a, b in (("in_c", "out_c"), ("in_h", "out_h"), ("in_w", "out_w"),
+                                                          ("batch", "batch")))):
                 split_h, split_w = input_split(nxt["in_c"], nxt["stride_h"], nxt["stride_w"], data_width // 8)
                 cmd.update(out_split_h=int(split_h), out_split_w=int(split_w))
         raw += [commands.pack(**cmd) for cmd in cmds]

@@ -140,13 +140,14 @@ class DepthwiseWindows(wiring.Component):
     # The addresses' (InputLayout: a stored row rp, the odd columns' part odd_w, an image img) and, for the test of
     # the rows in, the plain NHWC order's (wp, hwp, the *_lin). In a split direction an output pixel steps one stored
     # pixel (row), and a tap's offset d (kw * dilation_w - pad_left) is its parity's part plus floor(d / 2) stored
-    # pixels: the operands *_part, step_*, tap_*, lead_* (the halves, rounded as floor(d / 2) needs) and parts.
+    # pixels: the operands *_part, step_*, tap_*, lead_* (the halves, rounded as floor(d / 2) needs) and parts. (A
+    # product's second factor is 17 bits: a wide one goes first.)
     PRODUCTS = (
         ("rp", "w_part", "pitch"), ("wp", "in_w", "pitch"), ("ext_h", "kernel_h", "dilation_h"),
         ("ohw", "out_h", "out_w"), ("sw_p", "step_w", "pitch"), ("dw_p", "tap_w", "pitch"),
-        ("pl_p", "lead_w", "pitch"), ("odd_w", "h_part", "rp"), ("hwp", "in_h", "wp"), ("sh_wp", "step_h", "rp"),
-        ("dh_wp", "tap_h", "rp"), ("pt_wp", "lead_h", "rp"), ("sh_lin", "stride_h", "wp"), ("pt_lin", "pad_top", "wp"),
-        ("img", "odd_w", "parts"), ("ext_wp", "ext_h", "wp"), ("pixels", "batch", "ohw"), ("lin", "hwp", "batch"),
+        ("pl_p", "lead_w", "pitch"), ("odd_w", "rp", "h_part"), ("hwp", "wp", "in_h"), ("sh_wp", "rp", "step_h"),
+        ("dh_wp", "rp", "tap_h"), ("pt_wp", "rp", "lead_h"), ("sh_lin", "wp", "stride_h"), ("pt_lin", "wp", "pad_top"),
+        ("img", "odd_w", "parts"), ("ext_wp", "wp", "ext_h"), ("pixels", "ohw", "batch"), ("lin", "hwp", "batch"),
     )
     # the products the taps' constants are summed from
     _TAP_PRODUCTS = ("rp", "dw_p", "pl_p", "odd_w", "dh_wp", "pt_wp")

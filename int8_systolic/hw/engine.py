@@ -381,6 +381,7 @@ class Engine(wiring.Component):
         # resumes (`fence`, and `fence_r` a cycle longer: `fwd` is a register of `last_valid`, which that GO
         # clears). An error of a command past the barrier (index from `fence_first` on) waits for that GO.
         fence, fence_r, resume = Signal(), Signal(), Signal()
+        front_fetching = Signal()     # the front waits for a command from the fetcher
         fence_first = Signal(16)
         m.d.sync += [fence_r.eq(fence), resume.eq(0)]
         # The first error response stops the list at once (no command is taken after it; the ones taken
@@ -390,7 +391,10 @@ class Engine(wiring.Component):
         m.d.comb += write_error.eq(writer.bresp_error | writer.error.any())
         with m.If((write_error | reader.rresp_error | reader.error.any()) & ~bus_error):
             m.d.sync += [bus_error.eq(1), halt.eq(1), front_error.eq(1 << ERRORS["BUS"])]
-            m.d.sync += front_index.eq(Mux(write_error, d_index, Mux(in_loader.busy, index_b, index_f)))
+            # (past a fence no layer before it reads: a read is the command being fetched, or the one prepared)
+            m.d.sync += front_index.eq(Mux(write_error, d_index,
+                                           Mux(fence, Mux(front_fetching, fetch.desc.payload.index, index_f),
+                                               Mux(in_loader.busy, index_b, index_f))))
 
         # --- the front ---
         back_idle = Signal()
@@ -426,9 +430,12 @@ class Engine(wiring.Component):
                     m.d.sync += [cmd_f.eq(fetch.desc.payload.command), index_f.eq(fetch.desc.payload.index)]
                     m.next = "CHECK_START"
                 with m.Elif(list_barrier & ~list_end & ~fence):
-                    # (the fetcher stopped at the barrier, its index the next command's)
-                    m.d.sync += [fence.eq(1), fence_first.eq(fetch.desc.payload.index), list_barrier.eq(0),
-                                 resume.eq(1)]
+                    # (once the layers before the barrier have read their inputs and weights: a read error after
+                    # that is the prepared command's, and those reads keep the port meanwhile. The fetcher stopped
+                    # at the barrier, its index the next command's)
+                    reads_done = ~in_loader.busy & ~back_w_loading
+                    m.d.sync += [fence.eq(reads_done), fence_first.eq(fetch.desc.payload.index),
+                                 list_barrier.eq(~reads_done), resume.eq(reads_done)]
                 with m.Elif(list_end | list_barrier):
                     m.next = "END"
                 with m.Elif(fetch.error.any()):
@@ -466,6 +473,7 @@ class Engine(wiring.Component):
             with m.State("END"), m.If(finish):
                 m.next = "IDLE"
         front_end = front.ongoing("END")
+        m.d.comb += front_fetching.eq(front.ongoing("FETCH"))
         m.d.sync += placed.eq(front.ongoing("PLACE"))
         # (the FSMs' outputs are expressions of their states, never values set inside a state: Icarus does not run
         # the always block such a value becomes while the state keeps its initial value, and leaves it X)
@@ -482,9 +490,13 @@ class Engine(wiring.Component):
         cap_free = Signal()           # the drain's capture is not writing where the front's input would go
         d_cap_wraps = Signal()        # the drain's capture runs past the input buffer's end (and on from its start)
         fwd = Signal()                # the front's command reads the back's layer's output, captured
+        # (a split output's layout depends on its shape, not its bytes alone: then the shapes must be equal too)
         m.d.sync += fwd.eq(last_valid & (cmd_f.input_addr == cmd_b.output_addr) & (cmd_f.in_c == cmd_b.out_c)
                            & (check.in_buf == vals["out_buf"]) & ~cmd_f.stack
-                           & (check.split_h == cmd_b.out_split_h) & (check.split_w == cmd_b.out_split_w))
+                           & (check.split_h == cmd_b.out_split_h) & (check.split_w == cmd_b.out_split_w)
+                           & ((~cmd_b.out_split_h & ~cmd_b.out_split_w)
+                              | ((cmd_f.in_h == cmd_b.out_h) & (cmd_f.in_w == cmd_b.out_w)
+                                 & (cmd_f.batch == cmd_b.batch))))
         # a layer that reads its input from memory where the draining layer is still writing waits for the drain to
         # end (read after write: its output is in memory only once its write responses are in)
         in_end_f, d_out_end = Signal(33), Signal(33)

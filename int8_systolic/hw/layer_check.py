@@ -61,14 +61,14 @@ class LayerCheck(wiring.Component):
     # schedules them (a result LAG + 1 steps before its first use, where it can)
     # The input's and the kept output's places in the input buffer (hw.depthwise_gen.InputLayout): a stored row
     # (rp: "w_part" pixels, the row's part when split by column), the odd columns' offset (odd_w: "h_part" rows), an
-    # image (img: "parts" of odd_w), the batch.
+    # image (img: "parts" of odd_w), the batch. (A product's second factor is 17 bits: a wide one goes first.)
     PRODUCTS = (
         ("hw", "in_h", "in_w"), ("khw", "kernel_h", "kernel_w"), ("ohw", "out_h", "out_w"),
         ("rp", "w_part", "pitch"), ("out_rp", "ow_part", "out_pitch"), ("khc", "kernel_h", "in_c"),
         ("span_h", "out_h-1", "stride_h"), ("span_w", "out_w-1", "stride_w"),
         ("ext_h", "kernel_h-1", "dilation_h"), ("ext_w", "kernel_w-1", "dilation_w"),
         ("cm", "in_c", "depth_multiplier"), ("hwc", "hw", "in_c"), ("k", "khw", "in_c_or_1"),
-        ("pixels", "ohw", "batch"), ("odd_w", "h_part", "rp"), ("out_odd_w", "oh_part", "out_rp"),
+        ("pixels", "ohw", "batch"), ("odd_w", "rp", "h_part"), ("out_odd_w", "out_rp", "oh_part"),
         ("stk_row", "khc", "in_w"), ("shc", "in_c", "stride_h"),
         ("in_bytes", "hwc", "batch"), ("kc", "k", "cols"),
         ("out_bytes", "pixels", "out_c"), ("img", "odd_w", "parts"), ("out_img", "out_odd_w", "out_parts"),

@@ -45,6 +45,7 @@ from int8_systolic.golden.fixedpoint import (
     saturating_rounding_doubling_high_mul,
 )
 from int8_systolic.golden.fixedpoint import wrap_int32_in_int64 as _wrap32
+from int8_systolic.hw.depthwise_gen import input_split
 
 __all__ = ["MODEL", "Monitor", "classify", "export", "merge", "sample", "sample_engine_layer", "sample_mode_switches",
            "table", "unhit"]
@@ -88,13 +89,14 @@ MODEL = {
     },
     "engine": {
         "op": ["CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"],
-        "geometry": ["stride 2", "dilation 2", "SAME with padding taps", "VALID", "1x1 kernel", "batch > 1"],
+        "geometry": ["stride 2", "dilation 2", "SAME with padding taps", "VALID", "1x1 kernel", "batch > 1",
+                     "depthwise input split by parity (stride 2)"],
         "channels": ["1 input channel", "outputs not a multiple of cols", "several column tiles"],
         "depth_multiplier": ["1", "2 to cols", "above cols"],
         "zero_points": ["input -128", "input 127", "output -128", "output 127"],
         "activation": ["clamped inside int8"],
         "input": ["read from memory", "kept on chip (the last layer's output)", "row-stacked (few channels)",
-                  "the last layer's output read from memory (after its drain)"],
+                  "the last layer's output read from memory (after its drain)", "kept on chip split by parity"],
         "addresses": ["a tensor across a 4 KB boundary"],
         "refusal": ["BAD_OP", "BAD_FIELD", "INCONSISTENT", "UNSUPPORTED", "TOO_BIG", "MISALIGNED", "WINDOW"],
         "reset": ["mid-list"],
@@ -305,11 +307,13 @@ def sample_mode_switches(modes, first_steps, last_results):
 
 
 def sample_engine_layer(op, g, out_c, cols, depth_multiplier, zp_in, zp_out, act, tensors, read_spans, *,
-                        stack=False, chained=False):
+                        stack=False, chained=False, beat=8):
     """Sample the ``engine`` group for one layer the engine ran and the testbench checked: ``g`` its
     :class:`host.windows.Geometry`, ``tensors`` the (address, bytes) of its input and output, ``read_spans`` the
     (address, bytes) of every read burst the AXI monitor saw in its list (an input none of them touched was
-    read on chip); ``stack``: its input row-stacked; ``chained``: its input the last layer's output."""
+    read on chip); ``stack``: its input row-stacked; ``chained``: its input the last layer's output; ``beat``: the
+    bus's bytes (a depthwise input of whole bus words a pixel is split at stride 2)."""
+    split = op == "DEPTHWISE_CONV_2D" and any(input_split(g.in_c, g.stride_h, g.stride_w, beat))
     sample("engine", "op", [op])
     padded_h = (g.out_h - 1) * g.stride_h + (g.kernel_h - 1) * g.dilation_h - g.pad_top >= g.in_h
     padded_w = (g.out_w - 1) * g.stride_w + (g.kernel_w - 1) * g.dilation_w - g.pad_left >= g.in_w
@@ -317,7 +321,8 @@ def sample_engine_layer(op, g, out_c, cols, depth_multiplier, zp_in, zp_out, act
     sample("engine", "geometry", [label for label, hit in (
         ("stride 2", 2 in (g.stride_h, g.stride_w)), ("dilation 2", 2 in (g.dilation_h, g.dilation_w)),
         ("SAME with padding taps", op != "FULLY_CONNECTED" and taps), ("VALID", op != "FULLY_CONNECTED" and not taps),
-        ("1x1 kernel", g.kernel_h == g.kernel_w == 1), ("batch > 1", g.batch > 1)) if hit])
+        ("1x1 kernel", g.kernel_h == g.kernel_w == 1), ("batch > 1", g.batch > 1),
+        ("depthwise input split by parity (stride 2)", split)) if hit])
     sample("engine", "channels", [label for label, hit in (
         ("1 input channel", g.in_c == 1), ("outputs not a multiple of cols", out_c % cols != 0),
         ("several column tiles", out_c > cols)) if hit])
@@ -332,6 +337,8 @@ def sample_engine_layer(op, g, out_c, cols, depth_multiplier, zp_in, zp_out, act
     (in_addr, in_bytes), _ = tensors
     read = any(a < in_addr + in_bytes and in_addr < a + n for a, n in read_spans)
     sample("engine", "input", ["read from memory" if read else "kept on chip (the last layer's output)"])
+    if split and not read:
+        sample("engine", "input", ["kept on chip split by parity"])
     if stack:
         sample("engine", "input", ["row-stacked (few channels)"])
     if chained and read:

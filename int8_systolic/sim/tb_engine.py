@@ -26,6 +26,7 @@ from cocotb.clock import Clock
 from cocotb.triggers import ClockCycles, FallingEdge, ReadOnly, RisingEdge
 from cocotbext.axi import AxiBus
 
+from ..hw.depthwise_gen import input_split
 from ..hw.engine import ERRORS
 from . import coverage
 from .axi_memory import LatencyAxiRam
@@ -92,21 +93,23 @@ def write_result(result):
         coverage.export(COVERAGE)
 
 
-def big_layer(rng, seed, fc=False, max_out_c=40):
+def big_layer(rng, seed, fc=False, max_out_c=40, out_c=None):
     """A layer larger than the Amaranth tests' (several row and column tiles), within the default buffers (with
-    ``TB_SMALL``, one of the Amaranth tests' size); a CONV_2D's output channels at most ``max_out_c``."""
+    ``TB_SMALL``, one of the Amaranth tests' size); a CONV_2D's output channels at most ``max_out_c`` (``out_c``
+    if given)."""
     if SMALL:
-        return Layer(rng, seed, fc=fc, out_c=rng.randint(1, min(11, max_out_c)))
+        return Layer(rng, seed, fc=fc, out_c=out_c or rng.randint(1, min(11, max_out_c)))
     if fc:
         return Layer(rng, seed, fc=True, shape=(rng.randint(1, 20), rng.randint(1, 200)), out_c=rng.randint(1, 40))
     return Layer(rng, seed, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12),
-                                   rng.choice([1, 3, 8, 16, 17, 32])), out_c=rng.randint(1, max_out_c))
+                                   rng.choice([1, 3, 8, 16, 17, 32])), out_c=out_c or rng.randint(1, max_out_c))
 
 
 @cocotb.test()
 async def layers(dut):
     rng = random.Random(SEED)
     ram, monitor = await setup(dut, rng)
+    nbytes = len(dut.m_axi_rdata) // 8
     image = Image(SEED, COLS)
     # a CONV_2D, a DEPTHWISE_CONV_2D and a CONV_2D each reading the layer before's output, a FULLY_CONNECTED; the
     # depthwise layers' multipliers cols + 1, 2 and 1 in turn (from the seed on), within 8 column tiles
@@ -114,10 +117,15 @@ async def layers(dut):
     for i in range(LAYERS):
         seed = SEED * 100 + i
         mult = (COLS + 1, 2, 1)[(i // 4 + SEED) % 3]
+        # on alternate seeds the depthwise layer is of stride 2 over whole bus words a pixel: its input split by
+        # parity (hw.depthwise_gen.InputLayout), the layer before keeping its output so (out_split_h/_w)
+        words = 8 * COLS // mult // nbytes if (i // 4 + SEED) % 2 == 0 else 0
         if i % 4 == 0:
-            layer = big_layer(rng, seed, max_out_c=8 * COLS // mult)
+            layer = big_layer(rng, seed, max_out_c=8 * COLS // mult,
+                              out_c=nbytes * rng.randint(1, words) if words else None)
         elif i % 4 == 1:
-            layer = Layer.following(layers[-1], rng, seed, dw=True, depth_multiplier=mult)
+            layer = Layer.following(layers[-1], rng, seed, dw=True, depth_multiplier=mult,
+                                    **({"stride": (2, 2)} if words else {}))
         elif i % 4 == 2:
             layer = Layer.following(layers[-1], rng, seed, out_c=rng.randint(1, 11 if SMALL else 40))
         else:
@@ -126,6 +134,10 @@ async def layers(dut):
         # the depthwise layer's output (then from memory too, once the depthwise layer's drain has written it)
         if layer.op == "CONV_2D" and i % 4 == (0, 2)[(i // 4 + SEED) % 2]:
             layer.stack_if_fits(IN_DEPTH)
+        split = input_split(layer.g.in_c, layer.g.stride_h, layer.g.stride_w, nbytes)
+        if i % 4 == 1 and any(split):
+            # a stride-2 depthwise layer holds its input split by parity: the layer before keeps its output so
+            image.list[-1] = poke(image.list[-1], out_split_h=int(split[0]), out_split_w=int(split[1]))
         image.add(layer, chained=i % 4 in (1, 2))
         layers.append(layer)
     image.finish()
@@ -142,7 +154,7 @@ async def layers(dut):
     for i, (layer, tensor_in, (out_addr, out)) in enumerate(zip(layers, image.inputs, image.outputs, strict=True)):
         coverage.sample_engine_layer(layer.op, layer.g, layer.out_c, COLS, layer.depth_multiplier, layer.zp_in,
                                      layer.zp_out, layer.act, [tensor_in, (out_addr, len(out))], monitor.read_spans,
-                                     stack=layer.stack, chained=i % 4 in (1, 2))
+                                     stack=layer.stack, chained=i % 4 in (1, 2), beat=nbytes)
     macs = sum(layer.macs for layer in layers)
     write_result({"test": "layers", "layers": len(layers), "cycles": cycles, "macs": macs,
                   "compared": sum(len(e) for _, e in image.outputs),
