@@ -109,8 +109,8 @@ def test_a_list_of_random_layers_is_exact(seed):
 
 def test_a_barrier_stops_the_list_and_go_resumes_after_it():
     """The second go resumes after the BARRIER (its list address is not read). The command after the barrier is
-    prepared while the first layer runs: its table and weights are read before the barrier's stop, its input only
-    after the go (the host writes it in between)."""
+    prepared while the first layer finishes: its table and weights (these once that layer's steps are taken) are
+    read before the barrier's stop, its input only after the go (the host writes it in between)."""
     rng = random.Random(4)
     dut = engine()
     image = Image(4, dut.cols)

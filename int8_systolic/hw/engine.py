@@ -382,6 +382,7 @@ class Engine(wiring.Component):
         # clears). An error of a command past the barrier (index from `fence_first` on) waits for that GO.
         fence, fence_r, resume = Signal(), Signal(), Signal()
         front_fetching = Signal()     # the front waits for a command from the fetcher
+        all_done = Signal()           # the back and the drain idle: every layer taken is written
         fence_first = Signal(16)
         m.d.sync += [fence_r.eq(fence), resume.eq(0)]
         # The first error response stops the list at once (no command is taken after it; the ones taken
@@ -460,7 +461,14 @@ class Engine(wiring.Component):
                     m.next = "TABLE_START"
             with m.State("TABLE_START"):
                 # the table's read first, then the weights' (the command is ready once the table is in)
-                m.next = "WEIGHTS_START"
+                m.next = "WEIGHTS_WAIT"
+            with m.State("WEIGHTS_WAIT"):
+                # (past a fence, the weights only once the layers before the barrier are written: their writes
+                # share the memory with these reads, and the weights stream behind the steps after the GO anyway)
+                with m.If(halt):
+                    m.next = "END"
+                with m.Elif(~fence | back_idle):
+                    m.next = "WEIGHTS_START"
             with m.State("WEIGHTS_START"):
                 m.next = "TABLE"
             with m.State("TABLE"), m.If(~tables.busy):
@@ -559,7 +567,7 @@ class Engine(wiring.Component):
                 with m.If(drain_end):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1), fwd_all.eq(1)]
                     m.next = "IDLE"
-        m.d.comb += drain_idle.eq(drain.ongoing("IDLE") & ~pending)
+        m.d.comb += [drain_idle.eq(drain.ongoing("IDLE") & ~pending), all_done.eq(back_idle & drain_idle)]
         m.d.sync += [
                      # (or its input, loaded from the buffer's byte 0, ends before the capture's place, and the
                      # capture does not wrap past the buffer's end to its start)
