@@ -376,13 +376,13 @@ class Engine(wiring.Component):
         front_error = Signal(len(ERRORS))
         front_index = Signal(16)
         # Past a BARRIER the front goes on: the fetcher resumes after it (`resume`) and the next command is fetched,
-        # checked, and its table and weights loaded (read-only data the host does not change) while the commands
-        # before the barrier finish and while the host runs its ops; the back takes it only after the GO that
-        # resumes (`fence`, and `fence_r` a cycle longer: `fwd` is a register of `last_valid`, which that GO
-        # clears). An error of a command past the barrier (index from `fence_first` on) waits for that GO.
+        # checked, and its table and weights loaded (read-only data the host does not change; the weights once the
+        # back is idle, WEIGHTS_WAIT) while the commands before the barrier finish and while the host runs its ops;
+        # the back takes it only after the GO that resumes (`fence`, and `fence_r` a cycle longer: `fwd` is a
+        # register of `last_valid`, which that GO clears). An error of a command past the barrier (index from
+        # `fence_first` on) waits for that GO.
         fence, fence_r, resume = Signal(), Signal(), Signal()
         front_fetching = Signal()     # the front waits for a command from the fetcher
-        all_done = Signal()           # the back and the drain idle: every layer taken is written
         fence_first = Signal(16)
         m.d.sync += [fence_r.eq(fence), resume.eq(0)]
         # The first error response stops the list at once (no command is taken after it; the ones taken
@@ -463,8 +463,9 @@ class Engine(wiring.Component):
                 # the table's read first, then the weights' (the command is ready once the table is in)
                 m.next = "WEIGHTS_WAIT"
             with m.State("WEIGHTS_WAIT"):
-                # (past a fence, the weights only once the layers before the barrier are written: their writes
-                # share the memory with these reads, and the weights stream behind the steps after the GO anyway)
+                # (past a fence, the weights only once the layers before the barrier have taken their last step:
+                # their output writes share the memory with these reads, and the weights stream behind the steps
+                # after the GO anyway)
                 with m.If(halt):
                     m.next = "END"
                 with m.Elif(~fence | back_idle):
@@ -567,7 +568,7 @@ class Engine(wiring.Component):
                 with m.If(drain_end):
                     m.d.sync += [written.eq(0), self.layer_done.eq(1), fwd_all.eq(1)]
                     m.next = "IDLE"
-        m.d.comb += [drain_idle.eq(drain.ongoing("IDLE") & ~pending), all_done.eq(back_idle & drain_idle)]
+        m.d.comb += drain_idle.eq(drain.ongoing("IDLE") & ~pending)
         m.d.sync += [
                      # (or its input, loaded from the buffer's byte 0, ends before the capture's place, and the
                      # capture does not wrap past the buffer's end to its start)

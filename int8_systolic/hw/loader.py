@@ -81,7 +81,7 @@ class Loader(wiring.Component):
         # a split layout (hw.depthwise_gen.InputLayout): the pixel's column and row, whether each is the last and
         # odd, the row's and the image's places; the steps from an even and an odd column (row) to the next
         aw = self.addr_width
-        split, split_h, split_w = Signal(), Signal(), Signal()
+        split_h, split_w = Signal(), Signal()
         in_w, in_h, col, row = Signal(16), Signal(16), Signal(16), Signal(16)
         col_last, row_last, col_odd, row_odd = Signal(), Signal(), Signal(), Signal()
         row_addr, img_addr = Signal(aw), Signal(aw)
@@ -90,7 +90,7 @@ class Loader(wiring.Component):
         odd_h = Signal(aw)
         m.d.comb += odd_h.eq(Mux(self.split_w, self.odd_w << 1, self.odd_w))
         with m.If(self.start & ~self.busy):
-            m.d.sync += [split.eq(self.split_h | self.split_w), split_h.eq(self.split_h), split_w.eq(self.split_w),
+            m.d.sync += [split_h.eq(self.split_h), split_w.eq(self.split_w),
                          in_w.eq(self.in_w), in_h.eq(self.in_h), col.eq(0), row.eq(0),
                          col_last.eq(self.in_w == 1), row_last.eq(self.in_h == 1), col_odd.eq(0), row_odd.eq(0),
                          row_addr.eq(self.base), img_addr.eq(self.base),
@@ -149,7 +149,8 @@ class Loader(wiring.Component):
                                       & (self.pixel <= nbytes)),
                          one_beat_pixel.eq(self.pixel <= nbytes), final.eq(self.length <= nbytes)]
         with m.Elif(accept):
-            m.d.sync += [pixel_end.eq((spread | split) & Mux(pixel_end, one_beat_pixel, pix_left <= 2 * nbytes)),
+            m.d.sync += [pixel_end.eq((spread | split_h | split_w)
+                                      & Mux(pixel_end, one_beat_pixel, pix_left <= 2 * nbytes)),
                          final.eq(unwritten <= 2 * nbytes)]
         if self.pairs:
             held = Signal()                            # a beat waits for the next
@@ -187,7 +188,7 @@ class Loader(wiring.Component):
                 # the pixel's last beat: the next pixel starts a pitch on, or where the split layout puts it
                 nxt = Signal(aw)
                 m.d.comb += nxt.eq(pix_addr + pitch)
-                with m.If(split):
+                with m.If(split_h | split_w):
                     with m.If(~col_last):
                         m.d.comb += nxt.eq(pix_addr + Mux(col_odd, dx_odd, dx_even))
                         m.d.sync += [col.eq(col + 1), col_last.eq(col + 2 == in_w), col_odd.eq(col_odd ^ split_w)]
