@@ -456,6 +456,107 @@ def test_the_next_layer_is_prepared_while_one_runs(data_width):
         assert first_weights < last_output, "the next layer's weights were not read while the layer before ran"
 
 
+def _ahead_layers(seed):
+    """A 3x3 layer with many MACs for its weights, then three batch-1 FULLY_CONNECTED layers whose weights (1 to 2
+    KB) are most of what they read: the case for reading weights ahead."""
+    rng = random.Random(seed)
+    first = Layer(rng, seed, shape=(1, 8, 8, 8), filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1), padding="SAME",
+                  out_c=8)
+    return [first] + [Layer(rng, seed + 1 + i, fc=True, shape=(1, 64), out_c=n) for i, n in enumerate((16, 32, 24))]
+
+
+def _weights_reads(image, model, lo, hi):
+    return [(a, n, t) for a, n, t in model.read_bursts if lo <= a < hi]
+
+
+@pytest.mark.parametrize("data_width", [64, pytest.param(32, marks=pytest.mark.slow)])
+def test_weights_are_read_ahead_as_one_run(data_width):
+    """Four layers with their weights one after another, each command's weights_ahead the bytes of the run after its
+    own (as the compiler lays them out): exact; the weights read once, in order, every byte of the run and nothing of
+    it twice (the bytes read are the commands', tables', inputs' and the run's exactly), and the last layer's while
+    the first one runs."""
+    dut = engine(data_width=data_width, in_depth=4096, w_depth=8192, out_depth=4096, max_col_tiles=16)
+    image = Image(21, dut.cols, run=True)
+    for layer in _ahead_layers(210):
+        image.add(layer)
+    image.finish()
+    before = bytes(image.mem)
+    events, model = run(dut, image, seed=21, max_cycles=60000)
+    assert [e[0] for e in events] == ["done"], events
+    check_memory(image.mem, before, image.outputs)
+    cmds = [commands.unpack(bytes(image.mem[LIST + 64 * i:LIST + 64 * (i + 1)])) for i in range(4)]
+    nb = data_width // 8
+    run_end = image.wr
+    reads = _weights_reads(image, model, Image.WEIGHTS_RUN, RO[1])
+    assert reads[0][0] == Image.WEIGHTS_RUN
+    for (a, n, _), (b, _, _) in itertools.pairwise(reads):
+        assert b == a + n * nb, "the run not read in order, once"
+    assert reads[-1][0] + reads[-1][1] * nb == run_end
+    tables = sum(-(-c["out_c"] * 12 // nb) * nb for c in cmds)
+    inputs = sum(-(-size // nb) * nb for _, size in image.inputs)
+    assert model.bytes_read == 64 * 5 + tables + inputs + run_end - Image.WEIGHTS_RUN
+    last_weights = min(t for a, _, t in reads if a + 256 > cmds[3]["weights_addr"])
+    out0 = cmds[0]["output_addr"]
+    first_done = max(t for a, _, t in model.write_bursts if out0 <= a < out0 + 8 * 8 * 8)
+    assert last_weights < first_done, "the last layer's weights not read while the first layer ran"
+
+
+def test_tables_wrap_around_their_rows():
+    """Layers of 2, 4, 3 and 2 column tiles through tables of eight rows (a power of two: a ring): the third layer's
+    table goes after the second's, wrapping past the last row (rows 6, 7, 0), the fourth's after it (1, 2), each read
+    while the layer before runs, so the list takes exactly as many cycles as with 16 rows, where none wraps; every
+    output exact."""
+    cycles = {}
+    for rows in (8, 16):
+        rng = random.Random(23)
+        dut = engine(in_depth=4096, w_depth=8192, out_depth=4096, max_col_tiles=rows)
+        image = Image(23, dut.cols)
+        for i, n in enumerate((8, 16, 12, 8)):
+            image.add(Layer(rng, 230 + i, shape=(1, 6, 6, 8), filter_hw=(3, 3), stride=(1, 1), dilation=(1, 1),
+                            padding="SAME", out_c=n))
+        image.finish()
+        before = bytes(image.mem)
+        events, _ = run(dut, image, seed=23, max_cycles=60000)
+        assert [e[0] for e in events] == ["done"], events
+        check_memory(image.mem, before, image.outputs)
+        cycles[rows] = events[0][1]
+    assert cycles[8] == cycles[16], cycles
+
+
+@pytest.mark.parametrize("case", ["huge", "elsewhere", "small_ring"])
+def test_a_run_that_does_not_hold_the_next_weights(case):
+    """A weights_ahead past the read-only window reads to the window's end and no further; a command whose weights are
+    not in the run (a copy elsewhere) restarts the run there; a ring smaller than the run holds back the reads until
+    the layers before free it. Every output exact; no read outside the read-only window but the inputs."""
+    dut = engine(in_depth=4096, w_depth=2048 if case == "small_ring" else 8192, out_depth=4096, max_col_tiles=16)
+    image = Image(22, dut.cols, run=True)
+    layers = _ahead_layers(220)
+    for i, layer in enumerate(layers):
+        image.add(layer, **({"weights_ahead": 0xFFFFFFF8} if case == "huge" and i == 0 else {}))
+    if case == "elsewhere":
+        cmd = commands.unpack(image.list[2])
+        size = len(layers[2].w.tobytes()) + 64
+        copy = image._put("ro", bytes(image.mem[cmd["weights_addr"]:cmd["weights_addr"] + size]))
+        image.list[2] = poke(image.list[2], weights_addr=copy)
+    image.finish()
+    before = bytes(image.mem)
+    # (the read-only window ends a little past the run: the huge run reaches that end while the first layer runs)
+    ro = (RO[0], image.wr + 256)
+    events, model = run(dut, image, seed=22, max_cycles=60000, windows=(ro, RW))
+    assert [e[0] for e in events] == ["done"], events
+    check_memory(image.mem, before, image.outputs)
+    inputs = [(a, a + size) for a, size in image.inputs]
+    for a, n, _ in model.read_bursts:
+        assert a + 8 * n <= ro[1] or any(lo <= a < hi for lo, hi in inputs), hex(a)
+    if case == "huge":
+        assert max(a + 8 * n for a, n, _ in model.read_bursts if a < ro[1]) == ro[1]
+    if case == "small_ring":
+        # nothing of the run read twice, though it does not fit the ring
+        reads = _weights_reads(image, model, Image.WEIGHTS_RUN, RO[1])
+        assert sum(8 * n for _, n, _ in reads) == image.wr - Image.WEIGHTS_RUN
+        assert image.wr - Image.WEIGHTS_RUN > 2048
+
+
 def _run_compiled_cnn(seed, sizes, **run_kw):
     """The generated CNN compiled for an engine of ``sizes``, its first segment (CONV_2D 3x3 stride 2,
     DEPTHWISE_CONV_2D, CONV_2D 1x1) run from the compiled image to its BARRIER or END; each output checked equal to

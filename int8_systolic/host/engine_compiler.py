@@ -11,9 +11,11 @@ the next segment and says GO again) or, for the last segment, by END.
 
 The memory image (:class:`Program`):
 
-- the **read-only window** (from ``ro_base``): the command list, then each engine layer's weights in
-  the engine's layout and its per-channel table (the input zero point folded into the bias),
-  every item aligned to 64 bytes;
+- the **read-only window** (from ``ro_base``): the command list, aligned to 64 bytes; then every command's
+  weights in the engine's layout, in command order and one after another (whole bus words; a layer in bands has
+  a copy for each), so that the engine reads them as one run ahead of the commands (each command's
+  ``weights_ahead``: the bytes of the run after its own); then each engine layer's per-channel table (the input
+  zero point folded into the bias), aligned to 64 bytes;
 - the **read-write window** (from ``rw_base``): every activation tensor an engine layer reads or
   writes, each in its own place (no reuse), aligned to 64 bytes. The host writes a segment's
   inputs that it computed (or the graph's) before GO, and reads the segment's outputs after.
@@ -440,14 +442,27 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
             elif op_index not in fused.values():
                 order[-1] += [(op_index, j) for j in range(layers[op_index].commands)]
 
-    # the read-only window: the list, then weights and tables
+    # the read-only window: the list, then the weights of every command in command order, one after another (the
+    # engine reads them as one run, ahead of the commands: each command's weights_ahead), then the tables
     n_commands = sum(layers[op].commands for s in segments for op in s) + len(segments)
     addr = ro_base + _align(n_commands * 4 * commands.WORDS)
-    ro_items, w_addr, t_addr = [], {}, {}
-    for op_index, wimg, timg in weights_blobs:
-        w_addr[op_index], addr = addr, addr + _align(len(wimg))
+    nb = data_width // 8
+    wimgs = {op_index: wimg for op_index, wimg, _ in weights_blobs}
+    ro_items, t_addr, cmd_w = [], {}, {}
+    for op_index, j in (c for seg_order in order for c in seg_order):
+        f, (_, _, w_off, _) = fields[op_index][j]
+        wimg = wimgs[op_index]
+        layer_tiles = -(-layers[op_index].output_shape[-1] // cols)
+        length = -(-f["out_c"] // cols) * (len(wimg) // layer_tiles)
+        blob = wimg[w_off:w_off + length]
+        ro_items.append((addr, blob))
+        cmd_w[op_index, j] = (addr, addr + -(-len(blob) // nb) * nb)
+        addr = cmd_w[op_index, j][1]
+    w_run_end = addr
+    addr = _align(addr)
+    for op_index, _, timg in weights_blobs:
         t_addr[op_index], addr = addr, addr + _align(len(timg))
-        ro_items += [(w_addr[op_index], wimg), (t_addr[op_index], timg)]
+        ro_items.append((t_addr[op_index], timg))
     ro_limit = _align(addr)
     # the read-write window: every tensor an engine layer touches
     rw_base = ro_limit if rw_base is None else rw_base
@@ -467,9 +482,11 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
         cmds = []
         for op_index, j in seg_order:
             L = layers[op_index]
-            f, (in_off, out_off, w_off, t_off) = fields[op_index][j]
+            f, (in_off, out_off, _, t_off) = fields[op_index][j]
+            w_at, w_end = cmd_w[op_index, j]
             cmds.append({**f, "input_addr": L.input_addr + in_off, "output_addr": L.output_addr + out_off,
-                         "weights_addr": w_addr[op_index] + w_off, "table_addr": t_addr[op_index] + t_off})
+                         "weights_addr": w_at, "table_addr": t_addr[op_index] + t_off,
+                         "weights_ahead": w_run_end - w_end})
         # an output the next command reads on chip, as that command holds its input: split by parity before a
         # stride-2 DEPTHWISE_CONV_2D (hw.depthwise_gen.InputLayout)
         for cmd, nxt in itertools.pairwise(cmds):

@@ -88,6 +88,11 @@ FIELDS = (
     F("output_zero_point", 11, 8, 8, "the output's zero point", signed=True),
     F("act_min", 11, 16, 8, "the fused activation's lower bound (quantized_activation_min)", signed=True),
     F("act_max", 11, 24, 8, "the fused activation's upper bound (quantized_activation_max)", signed=True),
+    F("weights_ahead", 12, 0, 32, "bytes of later commands' weights that follow this command's in memory (the "
+                                  "compiler lays a list's weights out in command order): the engine may read them "
+                                  "ahead, as its weight buffer has room, when it starts reading weights at this "
+                                  "command. Rounded down to whole bus words and bounded by the read-only window; 0: "
+                                  "this command's weights alone (docs/engine.md, Weights read ahead)"),
 )
 
 _BY_NAME = {f.name: f for f in FIELDS}

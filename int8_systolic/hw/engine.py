@@ -44,7 +44,7 @@ buffers, one layer at a time, loads and write-back overlapping that layer's comp
 the next layer and tiling come next (docs/engine.md, order of work).
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Module, Mux, Signal, signed
 from amaranth.lib import fifo, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -65,6 +65,7 @@ from .result_framer import ResultFramer
 from .result_packer import ResultPacker
 from .stacker import Stacker
 from .table_loader import TableLoader
+from .weight_prefetch import WeightPrefetch
 from .weight_streamer import WeightStreamer
 from .window_gen import WindowGenerator
 from .write_queue import WriteQueue
@@ -172,7 +173,9 @@ class Engine(wiring.Component):
                                                 pairs=pairs)
         # a row-stacked layer's input goes through the stacker (hw.stacker) rather than straight into the buffer
         m.submodules.stacker = stacker = Stacker(self.data_width, buffer_width=self.in_width, addr_width=in_bits)
-        m.submodules.w_loader = w_loader = Loader(self.data_width, buffer_width=self.w_width, addr_width=w_bits)
+        # the weights: a run read ahead into the weight buffer's ring (hw.weight_prefetch), many layers' at a time
+        m.submodules.w_loader = w_loader = WeightPrefetch(self.data_width, buffer_width=self.w_width,
+                                                          addr_width=w_bits)
         m.submodules.gen = gen = WindowGenerator(rows, self.in_width, addr_width=in_bits, dsp=self.dsp)
         m.submodules.dwgen = dwgen = DepthwiseWindows(rows, cols, banks=self.banks, bank_bytes=self.bank_bytes,
                                                       addr_width=in_bits, dsp=self.dsp)
@@ -293,7 +296,6 @@ class Engine(wiring.Component):
                      check.command.eq(cmd_f), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
                      check.rw_base.eq(self.rw_base), check.rw_limit.eq(self.rw_limit)]
         m.d.comb += [tables.addr.eq(cmd_f.table_addr), tables.channels.eq(cmd_f.out_c), tables.base.eq(tb_f),
-                     w_loader.addr.eq(cmd_f.weights_addr), w_loader.length.eq(check.w_len), w_loader.base.eq(wb_f),
                      in_loader.addr.eq(cmd_b.input_addr), in_loader.length.eq(vals["in_len"])]
         # every activation in the input buffer is at its pitch (hw.depthwise_gen.input_pitch), from in_base; the
         # output's capture follows the input, at the next 64 bytes
@@ -320,11 +322,25 @@ class Engine(wiring.Component):
                      in_avail_now.eq(Mux(forwarded, Mux(fwd_all, (1 << 25) - 1, capture.filled),
                                          Mux(stack_b, stacker.filled, in_q.filled))),
                      gen.base.eq(in_base), dwgen.base.eq(in_base), stacker.base.eq(in_base)]
-        back_w_loading = Signal()     # the weight loader is still loading the back's layer's weights
-        # the back's weights in the buffer, a cycle old (as in_avail: they only grow while the layer runs, and the
-        # weight loader starts the front's next only once it has loaded them)
+        # The weights' run (hw.weight_prefetch): from s_start to s_end in memory, s_start at s_origin in the ring.
+        # Places in the run are offsets from s_start (signed: after a restart the back's weights, from the run
+        # before, lie just below it). A command whose weights lie in the run at or after s_next (the end of the last
+        # command's) takes them there; another restarts the run at its own weights (docs/engine.md, Weights read
+        # ahead). The prefetcher may fill the ring up to the oldest weights still needed (`tail`) plus its size.
+        s_valid = Signal()
+        s_start, s_end, s_next = Signal(32), Signal(34), Signal(34)
+        s_origin = Signal(w_bits)
+        v_f, v_b = Signal(signed(34)), Signal(signed(34))     # the front's and the back's weights' offsets in the run
+        w_len_b = vals["w_len"]
+        back_w_loading = Signal()     # the back's layer's weights are not all in the ring yet
+        back_starting = Signal()      # the back's START
+        # the back's weights in the buffer, a cycle old (as in_avail: they only grow while the layer runs), from its
+        # offset: set at the take, so correct from the cycle after START, before the streamer's first test
         w_avail = Signal(25)
-        m.d.sync += w_avail.eq(Mux(back_w_loading, w_loader.loaded, (1 << 25) - 1))
+        w_have = Signal(signed(35))
+        m.d.comb += w_have.eq(w_loader.loaded - v_b)
+        m.d.sync += [w_avail.eq(Mux(w_have < 0, 0, Mux(w_have >= (1 << 25) - 1, (1 << 25) - 1, w_have))),
+                     back_w_loading.eq(w_loader.loaded < v_b + w_len_b)]
         geometry = {f: cmd_b[f] for f in ("batch", "in_h", "in_w", "in_c", "out_h", "out_w", "kernel_h", "kernel_w",
                                           "stride_h", "stride_w", "dilation_h", "dilation_w", "pad_top", "pad_left")}
         # a row-stacked layer's window generator runs on host.windows.stacked's geometry: out_h rows of in_w pixels of
@@ -359,8 +375,6 @@ class Engine(wiring.Component):
                      desc.n_one.eq(vals["n_tiles"] == 1), desc.output_offset.eq(cmd_b.output_zero_point),
                      desc.act_min.eq(cmd_b.act_min), desc.act_max.eq(cmd_b.act_max), desc.bypass.eq(0),
                      desc.same_output.eq(0)]
-        with m.If(w_loader.done):
-            m.d.sync += back_w_loading.eq(0)
 
         bus_error = Signal()
         m.d.sync += [self.done.eq(0), self.barrier.eq(0), self.layer_done.eq(0)]
@@ -402,10 +416,25 @@ class Engine(wiring.Component):
         ready = Signal()              # the front holds a prepared command
         take = Signal()               # the back takes it
         nt_f = check.n_tiles
+        # the front's table rows: after the back's, wrapping at the last row where the rows are a power of two (the
+        # core's and the table loader's row addresses wrap there: a ring, like the weights'); else after the back's or
+        # before them
         after, before = Signal(), Signal()
-        m.d.comb += [after.eq(tb_b + vals["n_tiles"] + nt_f <= self.max_col_tiles), before.eq(nt_f <= tb_b)]
-        w_fits = Signal()
-        m.d.comb += w_fits.eq(vals["w_len"] + check.w_len <= self.w_depth)
+        t_ring = _pow2(self.max_col_tiles)
+        if t_ring:
+            m.d.comb += [after.eq(vals["n_tiles"] + nt_f <= self.max_col_tiles), before.eq(0)]
+        else:
+            m.d.comb += [after.eq(tb_b + vals["n_tiles"] + nt_f <= self.max_col_tiles), before.eq(nt_f <= tb_b)]
+        # the front's command's weights in the run (else the run restarts at them), and the run's end if it does:
+        # this command's weights and the later ones its weights_ahead names, whole beats, within the read-only window
+        # (registers, used from PLACE's second cycle, as the placement's)
+        in_run = Signal()
+        w_end_f, ahead_end, ro_end = Signal(34), Signal(34), Signal(34)
+        m.d.comb += ro_end.eq(self.ro_limit & ~(nb - 1))
+        m.d.sync += [w_end_f.eq(cmd_f.weights_addr + check.w_len),
+                     in_run.eq(s_valid & (cmd_f.weights_addr >= s_next) & (w_end_f <= s_end)),
+                     ahead_end.eq(w_end_f + (cmd_f.weights_ahead & ~(nb - 1)))]
+        restart_f = Signal()          # the front's command restarts the run
         # the core's GEMMs queued or in flight are the back's layer's at most: a layer still draining has all its
         # result rows out of the core, so its table rows are free
         tables_free = Signal()
@@ -417,10 +446,14 @@ class Engine(wiring.Component):
         # and its rows are computed from the same values as the decision.
         place_ok, placed = Signal(), Signal()
         tb_place, wb_place = Signal.like(tb_f), Signal.like(wb_f)
-        m.d.sync += [place_ok.eq(~tables.busy & ~w_loader.busy & tables_free
-                                 & (back_idle | ((after | before) & w_fits))),
-                     tb_place.eq(Mux(back_idle | ~after, 0, tb_b + vals["n_tiles"])),
-                     wb_place.eq(Mux(back_idle, 0, wb_b + vals["w_len"]))]
+        # (a restart waits for the back's weights to be all in the ring, and for the run before to stop: its beats
+        # asked for land first; it then starts after the back's weights)
+        restart_ok = Signal()
+        m.d.sync += [place_ok.eq(~tables.busy & tables_free & (back_idle | after | before)),
+                     restart_ok.eq(~w_loader.busy & (back_idle | ~back_w_loading)),
+                     tb_place.eq(Mux(back_idle | ~after, 0, (tb_b + vals["n_tiles"])[:len(tb_f)] if t_ring
+                                     else tb_b + vals["n_tiles"])),
+                     wb_place.eq(Mux(back_idle, 0, wb_b + w_len_b))]
         with m.FSM(name="front") as front:
             with m.State("IDLE"), m.If(begin):
                 m.next = "FETCH"
@@ -434,7 +467,8 @@ class Engine(wiring.Component):
                     # (once the layers before the barrier have read their inputs and weights: a read error after
                     # that is the prepared command's, and those reads keep the port meanwhile. The fetcher stopped
                     # at the barrier, its index the next command's)
-                    reads_done = ~in_loader.busy & ~back_w_loading
+                    # (not in the back's START: its loader is busy and its weights' test current from the next cycle)
+                    reads_done = ~in_loader.busy & ~back_w_loading & ~back_starting
                     m.d.sync += [fence.eq(reads_done), fence_first.eq(fetch.desc.payload.index),
                                  list_barrier.eq(~reads_done), resume.eq(reads_done)]
                 with m.Elif(list_end | list_barrier):
@@ -456,18 +490,29 @@ class Engine(wiring.Component):
                 # its table rows and weights beside the running layer's, or wait for that layer to end
                 with m.If(halt):
                     m.next = "END"
-                with m.Elif(placed & place_ok):
-                    m.d.sync += [tb_f.eq(tb_place), wb_f.eq(wb_place)]
+                with m.Elif(placed & place_ok & (in_run | restart_ok)):
+                    m.d.sync += [tb_f.eq(tb_place), restart_f.eq(~in_run), s_next.eq(w_end_f)]
+                    with m.If(in_run):
+                        m.d.sync += [v_f.eq(cmd_f.weights_addr - s_start),
+                                     wb_f.eq(s_origin + (cmd_f.weights_addr - s_start)[:w_bits])]
+                    with m.Else():
+                        # the run restarts at this command's weights, after the back's in the ring: the back's
+                        # then lie just below the new run's start
+                        m.d.sync += [v_f.eq(0), wb_f.eq(wb_place), s_valid.eq(1), s_start.eq(cmd_f.weights_addr),
+                                     s_end.eq(Mux(ahead_end > ro_end, ro_end, ahead_end)), s_origin.eq(wb_place),
+                                     v_b.eq(-w_len_b)]
                     m.next = "TABLE_START"
             with m.State("TABLE_START"):
                 # the table's read first, then the weights' (the command is ready once the table is in)
                 m.next = "WEIGHTS_WAIT"
             with m.State("WEIGHTS_WAIT"):
-                # (past a fence, the weights only once the layers before the barrier have taken their last step:
+                # (a run restarted past a fence only once the layers before the barrier have taken their last step:
                 # their output writes share the memory with these reads, and the weights stream behind the steps
                 # after the GO anyway)
                 with m.If(halt):
                     m.next = "END"
+                with m.Elif(~restart_f):
+                    m.next = "TABLE"
                 with m.Elif(~fence | back_idle):
                     m.next = "WEIGHTS_START"
             with m.State("WEIGHTS_START"):
@@ -488,7 +533,19 @@ class Engine(wiring.Component):
         # the always block such a value becomes while the state keeps its initial value, and leaves it X)
         m.d.comb += [fetch.desc.ready.eq(front.ongoing("FETCH") & ~halt), check.start.eq(front.ongoing("CHECK_START")),
                      tables.start.eq(front.ongoing("TABLE_START")), w_loader.start.eq(front.ongoing("WEIGHTS_START")),
+                     w_loader.addr.eq(s_start), w_loader.length.eq(s_end - s_start), w_loader.base.eq(s_origin),
                      ready.eq(front.ongoing("READY") & ~halt & ~fence & ~fence_r)]
+        # the run's tail: the back's weights while it runs, else the front's placed command's, else the next
+        # command's earliest (only grows within a run, so the limit may be a register); the run stops at the list's
+        # end or a halt, and at a restart, once the back's weights are all in
+        holds = Signal()
+        m.d.comb += holds.eq(front.ongoing("TABLE_START") | front.ongoing("WEIGHTS_WAIT")
+                             | front.ongoing("WEIGHTS_START") | front.ongoing("TABLE") | front.ongoing("READY"))
+        tail = Signal(signed(35))
+        m.d.comb += tail.eq(Mux(~back_idle, v_b, Mux(holds, v_f, s_next - s_start)))
+        m.d.sync += w_loader.limit.eq(tail + self.w_depth)
+        m.d.comb += w_loader.abort.eq((front_end | halt | (front.ongoing("PLACE") & placed & ~in_run))
+                                      & (back_idle | ~back_w_loading))
 
         # --- the back: the layer's input, steps and weights; then the drain: its output packed, written, captured.
         # The back takes the next layer once its layer's steps are all taken and the drain has started that layer,
@@ -520,8 +577,7 @@ class Engine(wiring.Component):
             # (a layer that does not read the captured output waits for the capture to end: its input's load
             # would share the input buffer with it)
             with m.State("IDLE"), m.If(take):
-                m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f),
-                             back_w_loading.eq(w_loader.busy & ~w_loader.done),
+                m.d.sync += [cmd_b.eq(cmd_f), index_b.eq(index_f), tb_b.eq(tb_f), wb_b.eq(wb_f), v_b.eq(v_f),
                              *(vals[name].eq(getattr(check, name)) for name in vals),
                              forwarded.eq(fwd), in_base.eq(Mux(fwd, cap_base, 0)),
                              fwd_all.eq(drain_idle | drain_end),
@@ -533,6 +589,7 @@ class Engine(wiring.Component):
             with m.State("RUN"), m.If(steps_done):
                 m.next = "IDLE"
         starting = back.ongoing("START")
+        m.d.comb += back_starting.eq(starting)
         m.d.sync += in_avail.eq(Mux(starting, 0, in_avail_now))
         # (fwd, cap_free and mem_hazard are registers a cycle old. A take needs them computed from what holds now:
         # the front's command, the check's sizes and the back's command hold while the front is READY and the back
@@ -587,7 +644,8 @@ class Engine(wiring.Component):
                 # Resuming past a fence, what the front found after the barrier stays: its flags and errors)
                 m.d.sync += [self.busy.eq(1), self.error.eq(0), last_valid.eq(0), fence.eq(0)]
                 with m.If(~fence):
-                    m.d.sync += [bus_error.eq(0), list_end.eq(0), list_barrier.eq(0), halt.eq(0), front_error.eq(0)]
+                    m.d.sync += [bus_error.eq(0), list_end.eq(0), list_barrier.eq(0), halt.eq(0), front_error.eq(0),
+                                 s_valid.eq(0)]
                 m.next = "ACTIVE"
             with m.State("ACTIVE"):
                 with m.If(back_idle & drain_idle & fence & ~own_error):

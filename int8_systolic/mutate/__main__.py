@@ -74,8 +74,8 @@ FULL_DEFAULT = ["tests/test_export.py", *_COCOTB]
 # engine's (its Amaranth tests and its cocotb run on Icarus: every layer kind, refusals, reset mid-list).
 ENGINE_FILES = [f"int8_systolic/hw/{name}.py" for name in (
     "stacker", "loader", "layer_check", "window_gen", "depthwise_gen", "command_fetch", "table_loader",
-    "result_packer", "read_arbiter", "byte_buffer", "transpose", "weight_streamer", "axi_reader", "axi_writer",
-    "products", "write_queue", "engine", "engine_top")]
+    "result_packer", "read_arbiter", "byte_buffer", "transpose", "weight_prefetch", "weight_streamer", "axi_reader",
+    "axi_writer", "products", "write_queue", "engine", "engine_top")]
 _ENGINE_FULL = ["tests/test_engine.py",
                 "tests/test_engine_cocotb.py::test_engine_layers_errors_and_reset[icarus-4-4-64-20-2-generic]"]
 for _f in ENGINE_FILES:

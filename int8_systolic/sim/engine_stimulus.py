@@ -158,12 +158,17 @@ def small_dw_layer(rng, seed):
 
 class Image:
     """A memory image: command list at LIST, weights and tables after it (read-only window), inputs and outputs in
-    the read-write window; every tensor aligned to 64 bytes."""
+    the read-write window; every tensor aligned to 64 bytes. With ``run``, each list's weights are laid out as the
+    compiler lays them: in command order one after another (from ``WEIGHTS_RUN``, each at 16 bytes), every command's
+    ``weights_ahead`` the bytes of the list's run after its own, so the engine reads them ahead."""
 
-    def __init__(self, seed, cols):
+    WEIGHTS_RUN = 0x8000
+
+    def __init__(self, seed, cols, *, run=False):
         self.cols = cols
         self.mem = bytearray(random.Random(seed).randbytes(MEMORY))   # not zeros: a stray write shows
         self.ro, self.rw = 0x1000, RW[0]
+        self.run, self.wr, self.run_cmds = run, self.WEIGHTS_RUN, []
         self.list = []
         self.outputs = []        # (addr, expected bytes)
         self.inputs = []         # (addr, bytes)
@@ -182,7 +187,15 @@ class Image:
     def add(self, layer, *, chained=False, **override):
         """Place ``layer`` and append its command (``override``: fields set to any bits, :func:`poke`). ``chained``:
         its input is the last layer's output, in place (a :meth:`Layer.following` layer)."""
-        w_addr = self._put("ro", weights_image(layer.w, self.cols, stack=layer.stack))
+        wimg = weights_image(layer.w, self.cols, stack=layer.stack)
+        if self.run:
+            w_addr, self.wr = self.wr, self.wr + -(-len(wimg) // 16) * 16
+            assert self.wr <= RO[1], "the weights' run past the read-only window"
+            self.mem[w_addr:w_addr + len(wimg)] = wimg
+            if "weights_ahead" not in override:
+                self.run_cmds.append((len(self.list), w_addr + len(wimg)))
+        else:
+            w_addr = self._put("ro", wimg)
         t_addr = self._put("ro", table_image(layer.bias, layer.w, layer.zp_in, layer.mult, layer.shift))
         if chained:
             in_addr, prev = self.outputs[-1]
@@ -207,6 +220,9 @@ class Image:
 
     def finish(self, at=LIST):
         """Write the list so far, with END, at ``at``; the next list starts empty."""
+        for i, w_end in self.run_cmds:
+            self.list[i] = poke(self.list[i], weights_ahead=self.wr - w_end)
+        self.run_cmds = []
         data = b"".join(self.list) + commands.pack(op="END")
         assert at + len(data) <= 0x1000
         self.mem[at:at + len(data)] = data
