@@ -319,7 +319,7 @@ def test_row_stacked_layers_are_exact_and_read_after_the_drain():
                            out_c=3)
     for layer, chained in ((first, False), (middle, False), (last, True)):
         if layer is not middle:
-            assert layer.stack_if_fits(dut.in_depth)
+            assert layer.stack_if_fits(dut.in_depth, dut.data_width // 8)
         image.add(layer, chained=chained)
     image.finish()
     before = bytes(image.mem)

@@ -38,7 +38,7 @@ def model(c, rows=ROWS, cols=COLS):
     # an output kept split by parity must be whole bus words a pixel
     shape = shape or ((c["out_split_h"] or c["out_split_w"]) and c["out_c"] % NB != 0)
     khc = c["kernel_h"] * c["in_c"]
-    unsupported = c["bypass"] or (c["stack"] and (c["dilation_h"] != 1 or khc >= 1 << 16))
+    unsupported = c["bypass"] or (c["stack"] and (c["dilation_h"] != 1 or khc >= 1 << 16 or c["in_c"] > NB))
     if c["stack"]:     # row-stacked: out_h rows of in_w pixels of kernel_h * in_c bytes (host.windows.stacked)
         in_buf = c["batch"] * c["out_h"] * c["in_w"] * khc
     # the input and the kept output as hw.depthwise_gen.InputLayout places them (a stride-2 depthwise input split)
@@ -132,6 +132,9 @@ BREAKS = [
     lambda c, r: c.update(keep=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, batch=1, in_h=16, in_w=16,
                           in_c=8, out_h=16, out_w=16, stride_h=1, stride_w=1, kernel_h=1, kernel_w=1, pad_top=0,
                           pad_left=0, out_c=8),
+    # row-stacked with a pixel of more than a bus word (the stacker writes whole pixels from one)
+    lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, dilation_h=1, in_c=NB + 1,
+                          pad_top=0),
     # row-stacked: the stacked input is larger than the buffer (the plain one would fit)
     lambda c, r: c.update(stack=1, op=commands.OPS["CONV_2D"], depth_multiplier=1, batch=1, in_h=16, in_w=16,
                           in_c=1, out_h=16, out_w=16, stride_h=1, stride_w=1, kernel_h=17, kernel_w=1, pad_top=8,

@@ -1,23 +1,24 @@
 """hw.stacker in Amaranth's simulator: a CONV_2D's input, given as the loader's beats with random gaps, lands in
 the buffer row-stacked exactly as host.windows.stack_input says, each stacked byte written once and nothing outside
 the stacked input; a write held (the port taken) stays until taken; ``filled`` never passes a byte not yet written;
-with a beat always offered and never held it takes host.windows.stack_cycles cycles (+ LATENCY)."""
+with a beat always offered and never held it takes host.windows.stack_cycles cycles (+ its latency): a write a
+cycle of as many pixels as fit (host.windows.stack_group)."""
 
 import random
 
 import numpy as np
 import pytest
 
-from int8_systolic.host.windows import Geometry, stack_cycles, stack_input
+from int8_systolic.host.windows import Geometry, stack_cycles, stack_group, stack_input
 from int8_systolic.hw.stacker import Stacker
 from int8_systolic.sim.amaranth_bench import simulate
 
 ADDR_BITS = 14
 
 
-def _random_layer(rng):
+def _random_layer(rng, beat=4):
     while True:
-        c = rng.choice([1, 1, 2, 3, 4])
+        c = rng.choice([1, 1, 2, 3, 4, beat])
         kh, kw = rng.randint(1, 10), rng.randint(1, 4)
         shape = (rng.choice([1, 1, 2]), rng.randint(1, 14), rng.randint(1, 6), c)
         stride = (rng.choice([1, 2, 2, 3, 5, 12]), rng.randint(1, 2))
@@ -29,7 +30,7 @@ def _random_layer(rng):
             return g
 
 
-def _run(g, data_width, *, seed, gaps):
+def _run(g, data_width, *, seed, gaps, p_offer=0.6):
     rng = random.Random(seed)
     nb = data_width // 8
     zp = rng.randint(-128, 127)
@@ -57,10 +58,10 @@ def _run(g, data_width, *, seed, gaps):
                     ctx.set(dut.i_data, beats[0])
                     beats.pop(0)
                 await ctx.tick()
-        written, last_filled, done_at, held = {}, 0, None, None
-        for t in range(20 * stack_cycles(g) + 100):
+        written, last_filled, done_at, held, writes_seen = {}, 0, None, None, []
+        for t in range(int(20 / p_offer) * stack_cycles(g, 16, nb) + 200):
             ctx.set(dut.start, t == 0)
-            offer = bool(beats) and (not gaps or rng.random() < 0.6)
+            offer = bool(beats) and (not gaps or rng.random() < p_offer)
             ctx.set(dut.i_valid, offer)
             if offer:
                 ctx.set(dut.i_data, beats[0])
@@ -72,19 +73,24 @@ def _run(g, data_width, *, seed, gaps):
             last_filled = filled
             hold = gaps and rng.random() < 0.2
             ctx.set(dut.hold, hold)
+            write = (ctx.get(dut.w_addr), ctx.get(dut.w_data), ctx.get(dut.w_strb))
             if ctx.get(dut.w_en) and hold:
-                held = (ctx.get(dut.w_addr), ctx.get(dut.w_data) & 0xFF)
+                held = write
             elif ctx.get(dut.w_en):
-                a = ctx.get(dut.w_addr)
                 if held is not None:
-                    assert (a, ctx.get(dut.w_data) & 0xFF) == held, "a held write changed"
+                    assert write == held, "a held write changed"
                 held = None
-                assert ctx.get(dut.w_strb) == 1
-                assert (a - base) % (1 << ADDR_BITS) < total, f"a write outside the stacked input at {a:#x}"
-                assert a not in written, f"byte {a:#x} written twice"
+                w_addr, w_data, w_strb = write
+                assert w_strb, "a write of no byte"
                 assert done_at is None, "a write after done"
                 assert not ctx.get(dut.done), "a write in the cycle of done"
-                written[a] = ctx.get(dut.w_data) & 0xFF
+                for lane in range(16):
+                    if w_strb >> lane & 1:
+                        a = (w_addr + lane) % (1 << ADDR_BITS)
+                        assert (a - base) % (1 << ADDR_BITS) < total, f"a write outside the stacked input at {a:#x}"
+                        assert a not in written, f"byte {a:#x} written twice"
+                        written[a] = w_data >> 8 * lane & 0xFF
+                writes_seen.append(bin(w_strb).count("1"))
             if offer and ctx.get(dut.i_ready):
                 beats.pop(0)
             if ctx.get(dut.done):
@@ -97,29 +103,38 @@ def _run(g, data_width, *, seed, gaps):
         assert not beats, f"{len(beats)} beats not taken"
         assert not ctx.get(dut.busy)
         assert ctx.get(dut.filled) == total
-        result.update(written=written, done_at=done_at)
+        result.update(written=written, done_at=done_at, writes=writes_seen)
 
     simulate(dut, bench)
     want = stack_input(x, g, zp).reshape(-1).view(np.uint8)
     got = np.array([result["written"].get((base + a) % (1 << ADDR_BITS), -1) for a in range(total)])
     assert len(result["written"]) == total
     np.testing.assert_array_equal(got, want)
-    return result["done_at"]
+    return result["done_at"], result["writes"]
 
 
 @pytest.mark.parametrize("data_width", [32, 64, 128])
 def test_random_layers_stack_exactly(data_width):
+    """Random layers of up to a bus word of channels; writes of several pixels where they fit; beats given at
+    random, on alternate layers seldom (the stacker then waits for the beat a group ends in)."""
     rng = random.Random(data_width)
+    sizes = []
     for n in range(8):
-        _run(_random_layer(rng), data_width, seed=data_width * 100 + n, gaps=True)
+        sizes += _run(_random_layer(rng, data_width // 8), data_width, seed=data_width * 100 + n, gaps=True,
+                      p_offer=(0.6, 0.05)[n % 2])[1]
+    assert max(sizes) > 1
 
 
-@pytest.mark.parametrize("g", [
-    Geometry.of((1, 49, 10, 1), (10, 4), (2, 2), (1, 1), "SAME"),       # DS-CNN's first layer
-    Geometry.of((2, 7, 3, 3), (3, 3), (1, 1), (1, 1), "SAME"),
-    Geometry.of((1, 9, 2, 2), (2, 1), (5, 1), (1, 1), "VALID"),         # stride above the kernel: rows skipped
-    Geometry.of((1, 1, 5, 1), (1, 3), (1, 1), (1, 1), "VALID"),
-], ids=["ds_cnn", "batch2", "skip", "one_row"])
-def test_cycles_at_full_rate(g):
-    """The FIFO never empty: a byte a cycle for each stacked row it goes to, the formula exactly."""
-    assert _run(g, 64, seed=1, gaps=False) == stack_cycles(g) + Stacker.LATENCY
+@pytest.mark.parametrize(("g", "group"), [
+    (Geometry.of((1, 49, 10, 1), (10, 4), (2, 2), (1, 1), "SAME"), 2),       # DS-CNN's first layer
+    (Geometry.of((1, 59, 49, 1), (3, 3), (2, 2), (1, 1), "SAME"), 6),        # KWS MobileNetV2's first layer
+    (Geometry.of((2, 7, 3, 3), (3, 3), (1, 1), (1, 1), "SAME"), 2),
+    (Geometry.of((1, 9, 2, 2), (2, 1), (5, 1), (1, 1), "VALID"), 4),         # stride above the kernel: rows skipped
+    (Geometry.of((1, 1, 5, 1), (1, 3), (1, 1), (1, 1), "VALID"), 8),
+    (Geometry.of((1, 4, 7, 8), (1, 1), (1, 1), (1, 1), "VALID"), 1),         # a pixel of a whole bus word
+], ids=["ds_cnn", "kws", "batch2", "skip", "one_row", "word"])
+def test_cycles_at_full_rate(g, group):
+    """The FIFO never empty: a write a cycle of a group of pixels (as many as fit, `group` here) for each stacked
+    row it goes to, the formula exactly."""
+    assert stack_group(g, 16, 8) == group
+    assert _run(g, 64, seed=1, gaps=False)[0] == stack_cycles(g, 16, 8) + 16 + 3    # (Stacker.latency)

@@ -1,6 +1,7 @@
 """hw.weight_prefetch in Amaranth's simulator: a run asked for in order, in commands of at most ``chunk`` bytes that
 never pass ``limit`` (ending at it where a whole chunk would pass it); its beats written at consecutive ring places
-from ``base``; an abort stops the asking and ends the run once the beats asked for are written."""
+from ``base``; while lazy, a command only once the last one's beats are in; an abort stops the asking and ends the
+run once the beats asked for are written."""
 
 import random
 
@@ -14,11 +15,12 @@ DEPTH = 1 << 10     # the ring the test models (addr_width 10)
 
 @pytest.mark.parametrize(("data_width", "buffer_width", "chunk"), [(64, 8, 64), (32, 8, 256), (128, 16, 32)])
 def test_a_run_within_its_limit(data_width, buffer_width, chunk):
-    """Random runs (one of length 0, one aborted at a random cycle) with a read port that takes commands and gives
-    beats at random, and a consumer that frees the ring at random (``limit`` = what it consumed + the ring's size):
-    every command is the run's next, at most ``chunk`` bytes, asked only when the bytes asked stay within the limit
-    of that cycle; every beat lands at ``base`` + its offset (mod the ring) before the consumer passes it; an aborted
-    run asks nothing more and ends once its beats are in; ``done`` pulses once as ``busy`` falls."""
+    """Random runs (one of length 0, one aborted at a random cycle, alternate ones lazy) with a read port that takes
+    commands and gives beats at random, and a consumer that frees the ring at random (``limit`` = what it consumed +
+    the ring's size): every command is the run's next, at most ``chunk`` bytes, asked only when the bytes asked stay
+    within the limit of that cycle (and, lazy, no beat is owed); every beat lands at ``base`` + its offset (mod the
+    ring) before the consumer passes it; an aborted run asks nothing more and ends once its beats are in; ``done``
+    pulses once as ``busy`` falls."""
     rng = random.Random(data_width + chunk)
     nb = data_width // 8
     dut = WeightPrefetch(data_width, buffer_width=buffer_width, addr_width=10, chunk=chunk)
@@ -26,11 +28,11 @@ def test_a_run_within_its_limit(data_width, buffer_width, chunk):
             for _ in range(3)]
     runs += [(0x4000, 0, 0, None), (rng.randrange(1 << 20) * nb, 400 * nb, 16, rng.randint(20, 200))]
 
-    shorts = 0
+    shorts = lazy_cmds = 0
 
     async def bench(ctx):
-        nonlocal shorts
-        for addr, length, base, abort_at in runs:
+        nonlocal shorts, lazy_cmds
+        for ri, (addr, length, base, abort_at) in enumerate(runs):
             memory = {addr + o: rng.getrandbits(8 * nb) for o in range(0, length, nb)}
             ring = [None] * (DEPTH // nb)
             consumed = 0
@@ -47,6 +49,8 @@ def test_a_run_within_its_limit(data_width, buffer_width, chunk):
                 ctx.set(dut.limit, limit)
                 aborting = abort_at is not None and t == abort_at
                 ctx.set(dut.abort, aborting)
+                lazy = ri % 2 == 1
+                ctx.set(dut.lazy, lazy)
                 ctx.set(dut.rd_cmd.ready, rng.random() < 0.6)
                 offer = bool(pending) and rng.random() < 0.7
                 ctx.set(dut.rd_data.valid, offer)
@@ -54,6 +58,8 @@ def test_a_run_within_its_limit(data_width, buffer_width, chunk):
                     ctx.set(dut.rd_data.payload, {"data": memory[pending[0]], "last": 0})
                 if ctx.get(dut.rd_cmd.valid) and ctx.get(dut.rd_cmd.ready):
                     assert not aborted, "a command asked for after the abort"
+                    assert not (lazy and pending), "a lazy command asked for while beats are owed"
+                    lazy_cmds += lazy
                     cmd = ctx.get(dut.rd_cmd.payload)
                     assert cmd["addr"] == addr + asked
                     assert 0 < cmd["length"] <= chunk
@@ -91,6 +97,7 @@ def test_a_run_within_its_limit(data_width, buffer_width, chunk):
 
     simulate(dut, bench)
     assert shorts, "no command ended at the limit"
+    assert lazy_cmds, "no command asked for while lazy"
 
 
 def test_parameters_refused():

@@ -85,15 +85,15 @@ class Program:
 
 def _should_stack(g, out_c, *, rows, cols, data_width, in_depth):
     """Whether to row-stack a CONV_2D's input (:func:`host.windows.stacked`): when the window generator feeds it
-    faster so (short runs: few channels), the stacked input fits the buffer and the stacker (a byte a cycle for
-    each stacked row it goes to) keeps ahead of the array."""
+    faster so (short runs: few channels), the stacked input fits the buffer and the stacker (a group of pixels a
+    cycle for each stacked row it goes to: :func:`host.windows.stack_cycles`) keeps ahead of the array."""
     width = input_buffer_shape(rows, cols, data_width)[0]
-    if not stackable(g) or stacked_bytes(g) > in_depth:
+    if not stackable(g, data_width // 8) or stacked_bytes(g) > in_depth:
         return False
     if min(1.0, feed_efficiency(stacked(g), rows, width)) <= min(1.0, feed_efficiency(g, rows, width)):
         return False
     array_cycles = -(-g.pixels // rows) * -(-out_c // cols) * g.k
-    return stack_cycles(g) <= array_cycles
+    return stack_cycles(g, width, data_width // 8) <= array_cycles
 
 
 def _window_refusal(g):

@@ -33,7 +33,7 @@ from ..golden import staged
 from ..hw.depthwise_gen import InputLayout
 
 __all__ = ["Geometry", "Read", "blocks", "depthwise_step_cycles", "feed_efficiency", "runs", "stack_cycles",
-           "stack_input", "stackable", "stacked", "stacked_bytes", "steps", "stored"]
+           "stack_group", "stack_input", "stackable", "stacked", "stacked_bytes", "steps", "stored"]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -207,10 +207,21 @@ def depthwise_step_cycles(g, depth_multiplier, rows, cols, banks, bank_bytes, la
     return out
 
 
-def stackable(g):
-    """Whether the engine can hold this CONV_2D's input row-stacked (:class:`hw.stacker.Stacker`): dilation_h 1
-    and a stacked pixel (``kernel_h * in_c`` bytes) below 2**16."""
-    return g.dilation_h == 1 and g.kernel_h * g.in_c < 1 << 16
+def stackable(g, beat):
+    """Whether the engine can hold this CONV_2D's input row-stacked (:class:`hw.stacker.Stacker`): dilation_h 1,
+    a stacked pixel (``kernel_h * in_c`` bytes) below 2**16 and a pixel of at most a bus word (``beat`` bytes)."""
+    return g.dilation_h == 1 and g.kernel_h * g.in_c < 1 << 16 and g.in_c <= beat
+
+
+def stack_group(g, width, beat):
+    """The pixels the stacker writes at once (:class:`hw.stacker.Stacker`): as many consecutive pixels of an input
+    row as fit one write of ``width`` bytes at their stacked places (``kernel_h * in_c`` apart) and one bus word of
+    ``beat`` bytes of the input; at least one."""
+    khc, c = g.kernel_h * g.in_c, g.in_c
+    p = 1
+    while p * khc + c <= width and (p + 1) * c <= beat:
+        p += 1
+    return p
 
 
 def stacked(g):
@@ -239,12 +250,14 @@ def stack_input(x, g, zero_point):
     return out
 
 
-def stack_cycles(g):
-    """Cycles the stacker takes to store a layer's input: a byte a cycle for each stacked row it goes to (at least
-    one: a row no output row reads is still taken), over the input rows and the padding rows the windows reach."""
+def stack_cycles(g, width, beat):
+    """Cycles the stacker takes to store a layer's input: a write a cycle of a group of pixels
+    (:func:`stack_group`) for each stacked row it goes to (at least one: a row no output row reads is still
+    taken), over the input rows and the padding rows the windows reach."""
     per_image = 0
+    groups = -(-g.in_w // stack_group(g, width, beat))
     last = max(g.in_h - 1, (g.out_h - 1) * g.stride_h + g.kernel_h - 1 - g.pad_top)
     for y in range(-g.pad_top, last + 1):
         targets = sum(1 for oy in range(g.out_h) if 0 <= y + g.pad_top - oy * g.stride_h < g.kernel_h)
-        per_image += g.in_w * g.in_c * max(1, targets)
+        per_image += groups * max(1, targets)
     return g.batch * per_image

@@ -53,7 +53,8 @@ F = Field
 FIELDS = (
     F("op", 0, 0, 4, "the command: " + ", ".join(f"{k} {v}" for k, v in OPS.items())),
     F("bypass", 0, 4, 1, "write the int32 accumulators (bias included) instead of int8 results: 4 bytes an output"),
-    F("stack", 0, 5, 1, "CONV_2D with dilation_h 1: hold the input row-stacked on chip (each output row's kernel_h "
+    F("stack", 0, 5, 1, "CONV_2D with dilation_h 1 and in_c at most a bus word: hold the input row-stacked on chip "
+                        "(each output row's kernel_h "
                         "input rows interleaved, so a window is one run: few-channel layers at the array's rate); the "
                         "weights are then in (kw, kh, c) order (docs/engine.md)"),
     F("keep", 0, 6, 1, "keep the output on chip only, for the next command, which reads it there: it is not "

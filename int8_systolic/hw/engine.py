@@ -544,6 +544,11 @@ class Engine(wiring.Component):
         tail = Signal(signed(35))
         m.d.comb += tail.eq(Mux(~back_idle, v_b, Mux(holds, v_f, s_next - s_start)))
         m.d.sync += w_loader.limit.eq(tail + self.w_depth)
+        # past the weights a layer waits for (the prepared command's, else the running one's), the run reads lazily:
+        # a burst at a time, so that the running layer's input reads wait behind one burst of it at most
+        need = Signal(signed(35))
+        m.d.comb += need.eq(Mux(holds, v_f + check.w_len, Mux(~back_idle, v_b + w_len_b, 0)))
+        m.d.sync += w_loader.lazy.eq(w_loader.asked >= need)
         m.d.comb += w_loader.abort.eq((front_end | halt | (front.ongoing("PLACE") & placed & ~in_run))
                                       & (back_idle | ~back_w_loading))
 

@@ -23,8 +23,8 @@ order, one bit, so a user reads one reason) and the values:
   extent ((kernel - 1) * dilation + 1); act_min > act_max; a DEPTHWISE_CONV_2D whose out_c is not
   in_c * depth_multiplier, another op with a depth multiplier other than 1; ``stack`` on another op than
   CONV_2D.
-- ``UNSUPPORTED``: what this engine does not run yet: bypass; ``stack`` with dilation_h other than 1 or
-  ``khc`` of 2**16 or more.
+- ``UNSUPPORTED``: what this engine does not run yet: bypass; ``stack`` with dilation_h other than 1,
+  ``khc`` of 2**16 or more, or a pixel (in_c) larger than a bus word.
 - ``TOO_BIG``: the input (in the buffer), the weights or the output larger than its buffer, an output to ``keep``
   that does not fit in the input buffer after the input and a row of its banks (``lanes``), more column tiles than
   the core's tables hold, K of 2**24 or more.
@@ -216,7 +216,8 @@ class LayerCheck(wiring.Component):
                              t_len.eq(beats(c.out_c * ENTRY_BYTES)), in_pad_h.eq(c.in_h + c.pad_top),
                              in_pad_w.eq(c.in_w + c.pad_left),
                              in_buf.eq(Mux(c.stack, val["stk_buf"], val["in_buf"])),
-                             unsupported.eq(c.bypass | (c.stack & ((c.dilation_h != 1) | (val["khc"] >> 16 != 0))))]
+                             unsupported.eq(c.bypass | (c.stack & ((c.dilation_h != 1) | (val["khc"] >> 16 != 0)
+                                                                      | (c.in_c > nbytes))))]
                 m.next = "ENDS"
             with m.State("ENDS"):
                 m.d.sync += [ends["input"].eq(c.input_addr + in_len),

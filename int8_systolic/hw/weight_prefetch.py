@@ -13,7 +13,9 @@ byte ``base + n * bus bytes`` of a :class:`hw.byte_buffer.ByteBuffer` (``w_*``),
 asked for stay within ``limit`` (bytes from ``addr``, whole beats: the engine's ring tail plus the ring's size, so no
 beat overwrites weights still in use and no beat ever waits in the read port): a command ends at the limit, shorter
 than ``chunk`` if it must, since a layer may wait for the bytes just below it. ``asked`` counts the bytes asked for,
-``loaded`` those written. ``abort`` stops asking: ``busy`` then falls once the beats asked for are written (AXI
+``loaded`` those written. While ``lazy`` (the engine: the run is ahead of what any layer waits for) it asks for a
+command only once the last one's beats are all written, so that its reads ahead queue in front of another
+client's read one burst at most. ``abort`` stops asking: ``busy`` then falls once the beats asked for are written (AXI
 cannot cancel a burst). ``done`` pulses as ``busy`` falls.
 """
 
@@ -43,7 +45,7 @@ class WeightPrefetch(wiring.Component):
         self.data_width, self.buffer_width, self.addr_width, self.chunk = data_width, buffer_width, addr_width, chunk
         super().__init__({
             "start": In(1), "addr": In(32), "length": In(32), "base": In(addr_width), "limit": In(33),
-            "abort": In(1),
+            "abort": In(1), "lazy": In(1),
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
             "w_en": Out(1), "w_addr": Out(addr_width), "w_data": Out(8 * buffer_width), "w_strb": Out(buffer_width),
@@ -91,7 +93,8 @@ class WeightPrefetch(wiring.Component):
                 m.d.sync += [w_ptr.eq(w_ptr + nb), self.loaded.eq(self.loaded + nb)]
             with m.If(~more_next & (owed_next == 0)):
                 m.d.sync += [self.busy.eq(0), self.done.eq(1)]
-        m.d.comb += [self.rd_cmd.valid.eq(self.busy & ok & ~stopped & ~self.abort),
+        # (lazy: one command at a time, so a read ahead of need leaves at most one burst before another client's)
+        m.d.comb += [self.rd_cmd.valid.eq(self.busy & ok & ~stopped & ~self.abort & (~self.lazy | (owed == 0))),
                      self.rd_cmd.payload.addr.eq(next_addr), self.rd_cmd.payload.length.eq(length),
                      self.rd_data.ready.eq(self.busy),
                      self.w_en.eq(accept), self.w_addr.eq(w_ptr), self.w_data.eq(self.rd_data.payload.data),

@@ -74,10 +74,11 @@ class Layer:
         self.stack = False       # a CONV_2D's input row-stacked (host.windows.stacked): set by stack_if_fits
         self.keep = False        # the output kept on chip only, for the next layer (the command's keep)
 
-    def stack_if_fits(self, in_depth):
-        """Row-stack this CONV_2D's input (the command's ``stack``) if the engine can: dilation_h 1, the stacked
-        input within half the input buffer. Returns whether it did."""
-        self.stack = self.op == "CONV_2D" and stackable(self.g) and stacked_bytes(self.g) <= in_depth // 2
+    def stack_if_fits(self, in_depth, beat):
+        """Row-stack this CONV_2D's input (the command's ``stack``) if the engine can: dilation_h 1, a pixel of at
+        most a bus word (``beat`` bytes), the stacked input within half the input buffer. Returns whether it did."""
+        self.stack = (self.op == "CONV_2D" and stackable(self.g, beat)
+                      and stacked_bytes(self.g) <= in_depth // 2)
         return self.stack
 
     @classmethod

@@ -133,7 +133,7 @@ async def layers(dut):
         # a CONV_2D row-stacked on alternate seeds: the first of each four (read from memory), or the one reading
         # the depthwise layer's output (then from memory too, once the depthwise layer's drain has written it)
         if layer.op == "CONV_2D" and i % 4 == (0, 2)[(i // 4 + SEED) % 2]:
-            layer.stack_if_fits(IN_DEPTH)
+            layer.stack_if_fits(IN_DEPTH, nbytes)
         split = input_split(layer.g.in_c, layer.g.stride_h, layer.g.stride_w, nbytes)
         if i % 4 == 1 and any(split):
             # a stride-2 depthwise layer holds its input split by parity: the layer before keeps its output so
