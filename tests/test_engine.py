@@ -584,9 +584,10 @@ def _run_compiled(raw, seed, sizes, **run_kw):
     events, model = run(dut, image, lists=(program.list_addr,), seed=seed, windows=(program.ro, program.rw),
                         **run_kw)
     assert [e[0] for e in events] == ["barrier" if len(program.segments) > 1 else "done"], events
+    # (an output kept on chip is never written: its place in memory unchanged, the next layer's output checked)
     check_memory(image.mem, before, [(program.layers[op].output_addr,
                                       np.ascontiguousarray(interp.tensors[program.layers[op].output_tensor]).tobytes())
-                                     for op in first])
+                                     for op in first if not program.layers[op].kept])
     return dut, program, image, model
 
 
@@ -594,7 +595,8 @@ def _run_compiled(raw, seed, sizes, **run_kw):
 def test_a_model_runs_from_its_compiled_image(seed):
     """The generated CNN (random weights, calibrated quantization) through host.engine_compiler: its first segment
     (CONV_2D 3x3 stride 2, DEPTHWISE_CONV_2D dilation 2 with multiplier 2, CONV_2D 1x1) runs from the compiled
-    image to its BARRIER or END, each output equal to the golden interpreter's tensor, nothing else written."""
+    image to its BARRIER or END, each output equal to the golden interpreter's tensor, nothing else written; an
+    output the next layer reads on chip and nothing else reads is kept there only, never written."""
     sizes = {"in_depth": 4096, "w_depth": 8192, "out_depth": 4096, "max_col_tiles": 16}
     dut, program, image, model = _run_compiled_cnn(seed, sizes)
     first = program.segments[0]
@@ -615,6 +617,12 @@ def test_a_model_runs_from_its_compiled_image(seed):
         assert bool(reads) != (fits and cmd["input_addr"] == prev["output_addr"]), (prev, cmd, reads)
         forwarded += not reads
     assert forwarded, "no layer took its input from the layer before on chip"
+    # and such an output, read by nothing else, is kept on chip only (never written)
+    kept = [op for op in first if program.layers[op].kept]
+    assert kept, "no output kept on chip only"
+    for op in kept:
+        out = program.layers[op].output_addr
+        assert not [a for a, _, _ in model.write_bursts if out <= a < out + 64], op
 
 
 @pytest.mark.parametrize(("seed", "paddings", "kw"), [

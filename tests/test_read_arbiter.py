@@ -1,6 +1,7 @@
 """hw.read_arbiter alone in Amaranth's simulator, in front of a Python read port that returns each command's beats
 in order after a random delay: every client gets exactly its own commands' beats, in order, under random
-offers and readies; commands are granted round-robin (no client waits behind another's second command)."""
+offers and readies; commands are granted round-robin (no client waits behind another's second command), a low
+client only when no other offers."""
 
 import random
 
@@ -80,6 +81,30 @@ def test_round_robin_when_everyone_offers():
 
     simulate(dut, bench)
     assert grants == [0, 1, 2, 0, 1, 2]
+
+
+def test_a_low_client_waits_for_the_others():
+    """A client whose ``low`` bit is set is granted only in cycles no other client offers: with everyone offering,
+    the others take turns and it waits; once they stop, it is granted; cleared, it takes its turn again."""
+    dut = ReadArbiter(3, 64, depth=16)
+    grants = []
+
+    async def bench(ctx):
+        ctx.set(dut.cmd.ready, 1)
+        for c in range(3):
+            ctx.set(getattr(dut, f"cmd{c}").payload, {"addr": 0x100 * c, "length": 8})
+        for t in range(14):
+            ctx.set(dut.low, 0b010 if t < 9 else 0)
+            for c in range(3):
+                ctx.set(getattr(dut, f"cmd{c}").valid, c == 1 or t < 6 or t >= 11)
+            grants.append([c for c in range(3) if ctx.get(getattr(dut, f"cmd{c}").ready)
+                           and ctx.get(getattr(dut, f"cmd{c}").valid)])
+            await ctx.tick()
+
+    simulate(dut, bench)
+    assert all(g in ([0], [2]) for g in grants[:6]), grants
+    assert grants[6:11] == [[1]] * 5, grants
+    assert [1] in grants[11:], grants
 
 
 def test_parameters_refused():

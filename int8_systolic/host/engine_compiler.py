@@ -432,6 +432,25 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
             layers[prod].commands = layers[cons].commands = len(got[0])
             layers[prod].kept = keep
             fused[prod] = cons
+    # an output the next command reads on chip (captured beside the producer's input, read in place: the engine's
+    # forward) and nothing else reads is kept on chip only: never written (the next layer's drain then need not
+    # wait for those writes)
+    for prod, cons in (pair for seg in segments for pair in itertools.pairwise(seg)):
+        if prod in fused or cons in fused or prod in fused.values() or cons in fused.values():
+            continue
+        (prod_kind, prod_g, _, _, prod_stack), (cons_kind, cons_g, _, _, cons_stack) = info[prod][0], info[cons][0]
+        tensor = layers[prod].output_tensor
+        readers = [o.index for o in sg.operators if tensor in o.inputs]
+        if (layers[cons].input_tensor != tensor or cons_stack or layers[prod].commands != 1
+                or layers[cons].commands != 1 or tensor in sg.outputs
+                or readers not in ([cons], [layers[cons].pad_folded])):
+            continue
+        cons_in = _in_buf(cons_g, cons_stack, cols=cols, data_width=data_width,
+                          depthwise=cons_kind == "DEPTHWISE_CONV_2D")
+        if _in_buf(prod_g, prod_stack, cols=cols, data_width=data_width,
+                   depthwise=prod_kind == "DEPTHWISE_CONV_2D") + cons_in + lanes <= in_depth:
+            fields[prod][0][0]["keep"] = 1
+            layers[prod].kept = True
     # each segment's commands in order: (op, part), a fused pair's bands alternating
     order = []
     for seg in segments:

@@ -46,10 +46,11 @@ RAM on ECP5) moved by credit into a 16-row queue that ``res`` reads (:class:`Out
 
 from amaranth import Cat, Module, Signal, signed
 from amaranth.lib import data, stream, wiring
+from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .array import SystolicArray
-from .channel_table import ChannelEntry, ChannelTable, config_layout
+from .channel_table import ChannelEntry, ChannelTable, RowStage, config_layout
 from .credit import CreditCounter
 from .ecp5_ram import DP16KD_DEPTH
 from .gemm_control import gemm_control
@@ -76,7 +77,8 @@ class Accelerator(wiring.Component):
     (whatever ``ram`` says; see :class:`ChannelTable`). The two are cycle-for-cycle identical.
     """
 
-    def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed", dsp="generic"):
+    def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed", dsp="generic",
+                 row_stage=False):
         error = None
         if dsp not in DSP_KINDS:
             error = f"dsp must be one of {DSP_KINDS}, got {dsp!r}"
@@ -97,7 +99,7 @@ class Accelerator(wiring.Component):
         self._array = SystolicArray(rows, cols, dsp=dsp)
         self._lanes = [Requantizer(rounding, dsp=dsp) for _ in range(cols)]  # one per column, in lockstep
         self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
-        self.ram, self.dsp = ram, dsp
+        self.ram, self.dsp, self.row_stage = ram, dsp, row_stage
         if dsp == "ecp5" and self.fifo_depth > DP16KD_DEPTH:
             for obj in (self, self._array, *self._lanes):
                 obj._MustUse__silence = True
@@ -106,10 +108,41 @@ class Accelerator(wiring.Component):
         super().__init__({
             "act": In(stream.Signature(data.ArrayLayout(signed(8), rows * cols))),
             "wts": In(stream.Signature(data.ArrayLayout(signed(8), cols))),
-            "cfg": In(stream.Signature(config_layout(cols, max_col_tiles))),
+            "cfg": In(stream.Signature(config_layout(cols, max_col_tiles, row_stage))),
             "res": Out(stream.Signature(data.ArrayLayout(signed(32), cols))),
             "gemm": In(gemm_control(max_col_tiles)),
         })
+
+    # the lanes read the output offset in their stage 20 (from their 19th register) and the bounds in stage 23
+    _OFFSET_AT, _BOUNDS_AT = 19, 22
+    _SETTING_COPIES = 3         # the registers from a setting to a lane (copies: the group's, then two)
+
+    def _row_stage(self, m, array):
+        """With ``row_stage``: each result row's output stage, from its table row (written with the ``cfg`` writes,
+        read by the row's tag as the channel tables are), brought to each lane's settings so that it holds there
+        exactly while the row's elements pass the stage that reads it. So a GEMM's output stage travels with its
+        rows, and the next GEMM may be launched before the last one's rows are out."""
+        mem = Memory(shape=RowStage, depth=self.max_col_tiles, init=[])
+        m.submodules.row_stages = mem
+        wp, rp = mem.write_port(), mem.read_port(domain="comb")
+        # (the write a cycle late, the tables' three; the read as the lanes' entries come: the tag registered, read,
+        # then registers up to the lookup's latency)
+        w_en, w_addr = Signal(), Signal.like(self.cfg.payload.addr)
+        w_data = Signal(RowStage)
+        m.d.sync += [w_en.eq(self.cfg.valid), w_addr.eq(self.cfg.payload.addr), w_data.eq(self.cfg.payload.stage)]
+        tag = Signal.like(array.row_tag, reset_less=True)
+        m.d.sync += tag.eq(array.row_tag)
+        m.d.comb += [wp.en.eq(w_en), wp.addr.eq(w_addr), wp.data.eq(w_data), rp.addr.eq(tag)]
+        read = rp.data
+        for n in range(self._LOOKUP_LATENCY - 1):
+            nxt = Signal(RowStage, name=f"row_stage_lk{n}", reset_less=True)
+            m.d.sync += nxt.eq(read)
+            read = nxt
+        # `read` is the row's stage in the cycle its elements enter the lanes
+        offset = _delayed(m, read.output_offset, self._OFFSET_AT - self._SETTING_COPIES, "row_offset")
+        bounds = [_delayed(m, read[f], self._BOUNDS_AT - self._SETTING_COPIES, f"row_{f}") for f in ("act_min",
+                                                                                                       "act_max")]
+        return [offset, *bounds]
 
     @classmethod
     def model(cls, *args, **kwargs):
@@ -222,6 +255,8 @@ class Accelerator(wiring.Component):
         # which reaches the lanes far later.
         g = self.gemm.settings
         settings = [g.output_offset, g.act_min, g.act_max, g.bypass]
+        if self.row_stage:
+            settings[:3] = self._row_stage(m, array)
         setting_names = ("output_offset", "act_min", "act_max", "bypass")
         n_groups = -(-C // 4)
 
@@ -301,3 +336,12 @@ class Accelerator(wiring.Component):
                      array.flags.depthwise.eq(g.depthwise),
                      tag_in.eq(seq.tag), a_in.eq(self.act.payload), w_in.eq(self.wts.payload)]
         return m
+
+
+def _delayed(m, value, n, name):
+    """``value`` through ``n`` registers."""
+    for k in range(n):
+        reg = Signal.like(value, name=f"{name}_d{k + 1}", reset_less=True)
+        m.d.sync += reg.eq(value)
+        value = reg
+    return value

@@ -13,14 +13,22 @@ from amaranth.lib.wiring import In, Out
 from .ecp5_ram import LUTRAM_BITS, LUTRAM_DEPTH, dp16kd
 from .pipeline import KEEP_APART
 
-__all__ = ["ChannelEntry", "ChannelTable", "config_layout"]
+__all__ = ["ChannelEntry", "ChannelTable", "RowStage", "config_layout"]
 
 ChannelEntry = data.StructLayout({"bias": signed(32), "multiplier": signed(32), "shift": signed(6)})
 
 
-def config_layout(cols, max_col_tiles):
-    """Payload of the ``cfg`` stream: one per-channel table entry."""
-    return data.StructLayout({"addr": range(max_col_tiles), "lane": range(max(cols, 2)), "entry": ChannelEntry})
+#: A table row's output stage (:class:`hw.accelerator.Accelerator` with ``row_stage``): the output zero point and the
+#: activation bounds of the GEMM whose column tile the row is.
+RowStage = data.StructLayout({"output_offset": signed(8), "act_min": signed(8), "act_max": signed(8)})
+
+
+def config_layout(cols, max_col_tiles, row_stage=False):
+    """Payload of the ``cfg`` stream: one per-channel table entry (with ``row_stage``, and its row's output stage)."""
+    fields = {"addr": range(max_col_tiles), "lane": range(max(cols, 2)), "entry": ChannelEntry}
+    if row_stage:
+        fields["stage"] = RowStage
+    return data.StructLayout(fields)
 
 
 # ECP5 block RAM tables (dsp="ecp5"): 1024 x 18 DP16KDs, as many as a table entry needs.

@@ -116,7 +116,10 @@ class Engine(wiring.Component):
         self.rows, self.cols, self.data_width = rows, cols, data_width
         self.in_depth, self.w_depth, self.out_depth = in_depth, w_depth, out_depth
         self.max_col_tiles, self.max_burst, self.max_outstanding = max_col_tiles, max_burst, max_outstanding
-        self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp)
+        # (each table row with its GEMM's output stage, so that a layer is launched before the last one's results are
+        # out, whatever their output stages)
+        self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp,
+                                row_stage=True)
         self.dsp = dsp
         # the buffers' widths: a read of the window generator or a weight word, and a bus beat; the input buffer's
         # banks
@@ -157,7 +160,7 @@ class Engine(wiring.Component):
                                                 w_depth=self.w_depth, out_depth=self.out_depth,
                                                 max_col_tiles=self.max_col_tiles, bank_bytes=self.bank_bytes,
                                                 dsp=self.dsp)
-        m.submodules.tables = tables = TableLoader(cols, self.max_col_tiles, self.data_width)
+        m.submodules.tables = tables = TableLoader(cols, self.max_col_tiles, self.data_width, row_stage=True)
         in_bits, w_bits = (self.in_depth - 1).bit_length(), (self.w_depth - 1).bit_length()
         m.submodules.in_buf = in_buf = ByteBuffer(self.in_width, self.in_depth, lanes=lanes,
                                                   bank_bytes=self.bank_bytes, bank_port=True, dsp=self.dsp)
@@ -296,6 +299,8 @@ class Engine(wiring.Component):
                      check.command.eq(cmd_f), check.ro_base.eq(self.ro_base), check.ro_limit.eq(self.ro_limit),
                      check.rw_base.eq(self.rw_base), check.rw_limit.eq(self.rw_limit)]
         m.d.comb += [tables.addr.eq(cmd_f.table_addr), tables.channels.eq(cmd_f.out_c), tables.base.eq(tb_f),
+                     tables.stage.output_offset.eq(cmd_f.output_zero_point), tables.stage.act_min.eq(cmd_f.act_min),
+                     tables.stage.act_max.eq(cmd_f.act_max),
                      in_loader.addr.eq(cmd_b.input_addr), in_loader.length.eq(vals["in_len"])]
         # every activation in the input buffer is at its pitch (hw.depthwise_gen.input_pitch), from in_base; the
         # output's capture follows the input, at the next 64 bytes
@@ -374,7 +379,7 @@ class Engine(wiring.Component):
                      desc.n_m1.eq(vals["n_tiles"] - 1), desc.m_one.eq(vals["m_tiles"] == 1),
                      desc.n_one.eq(vals["n_tiles"] == 1), desc.output_offset.eq(cmd_b.output_zero_point),
                      desc.act_min.eq(cmd_b.act_min), desc.act_max.eq(cmd_b.act_max), desc.bypass.eq(0),
-                     desc.same_output.eq(0)]
+                     desc.same_output.eq(1)]
 
         bus_error = Signal()
         m.d.sync += [self.done.eq(0), self.barrier.eq(0), self.layer_done.eq(0)]
@@ -545,10 +550,13 @@ class Engine(wiring.Component):
         m.d.comb += tail.eq(Mux(~back_idle, v_b, Mux(holds, v_f, s_next - s_start)))
         m.d.sync += w_loader.limit.eq(tail + self.w_depth)
         # past the weights a layer waits for (the prepared command's, else the running one's), the run reads lazily:
-        # a burst at a time, so that the running layer's input reads wait behind one burst of it at most
+        # a burst at a time, so that the running layer's input reads wait behind one burst of it at most, and only
+        # when no other client asks
         need = Signal(signed(35))
         m.d.comb += need.eq(Mux(holds, v_f + check.w_len, Mux(~back_idle, v_b + w_len_b, 0)))
         m.d.sync += w_loader.lazy.eq(w_loader.asked >= need)
+        # (and its commands yield the read port to every other client's: hw.read_arbiter's low priority)
+        m.d.comb += arbiter.low.eq(w_loader.lazy << 3)
         m.d.comb += w_loader.abort.eq((front_end | halt | (front.ongoing("PLACE") & placed & ~in_run))
                                       & (back_idle | ~back_w_loading))
 

@@ -1,14 +1,16 @@
 """The engine's read arbiter: several clients (commands, tables, inputs, weights) share one read port.
 
 Each client has a command stream out and a data stream in, as an :class:`hw.axi_reader.AxiReader`
-offers them. Commands are granted round-robin among the clients that offer one; each granted
+offers them. Commands are granted round-robin among the clients that offer one, those whose ``low`` bit is
+set only when no other offers (the engine's weights read ahead of the layers that need them yield to every
+read a layer waits for); each granted
 command's client goes into a queue (``depth`` commands in flight), and since the reader returns
 beats in command order, the beats go to the client at the queue's head until a beat with
 ``last``. A client whose data stream is not ready holds the port's data (the reader's buffer absorbs
 it); the others' commands still go out while the queue has room.
 """
 
-from amaranth import Module, Mux, Signal
+from amaranth import Cat, Module, Mux, Signal
 from amaranth.lib import data, fifo, stream, wiring
 from amaranth.lib.wiring import In, Out
 
@@ -29,6 +31,7 @@ class ReadArbiter(wiring.Component):
         for c in range(clients):
             members[f"cmd{c}"] = In(stream.Signature(command_layout()))
             members[f"data{c}"] = Out(stream.Signature(beat))
+        members["low"] = In(clients)
         members["cmd"] = Out(stream.Signature(command_layout()))
         members["data"] = In(stream.Signature(beat))
         super().__init__(members)
@@ -40,16 +43,17 @@ class ReadArbiter(wiring.Component):
         outs = [getattr(self, f"data{c}") for c in range(n)]
         owners = m.submodules.owners = fifo.SyncFIFO(width=max(1, (n - 1).bit_length()), depth=self.depth)
 
-        # round-robin: the first client offering a command at or after `turn`
+        # round-robin: the first client offering a command at or after `turn`, among those not low if any offers
         turn = Signal(range(n))
         grant = Signal(range(n))
-        any_offer = Signal()
+        any_offer, any_high = Signal(), Signal()
+        m.d.comb += any_high.eq(Cat(cmds[c].valid & ~self.low[c] for c in range(n)).any())
         order = [[(t + k) % n for k in range(n)] for t in range(n)]
         with m.Switch(turn):
             for t in range(n):
                 with m.Case(t):
                     for c in reversed(order[t]):
-                        with m.If(cmds[c].valid):
+                        with m.If(cmds[c].valid & (~self.low[c] | ~any_high)):
                             m.d.comb += [grant.eq(c), any_offer.eq(1)]
         m.d.comb += self.cmd.valid.eq(any_offer & owners.w_rdy)
         for c in range(n):

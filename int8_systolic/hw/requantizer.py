@@ -21,7 +21,8 @@ valid; throughput one element per cycle. The whole pipeline stalls while the out
 valid and not ready (``i.ready = ~o.valid | o.ready``), so no element is lost,
 duplicated or reordered under any stall pattern. Per-layer values (``output_offset``,
 ``act_min``, ``act_max``, ``bypass``) are plain inputs that must be held stable while
-elements are in flight.
+elements are in flight; more exactly, an element reads ``output_offset`` in the 19th enabled cycle after the one its
+input is taken in, and the bounds in the 22nd (so they may change between elements, each in time for its own).
 """
 
 from amaranth import Cat, Const, Module, Mux, Signal, signed
@@ -316,11 +317,14 @@ class Requantizer(wiring.Component):
         sat = stage("sat", signed(8), Mux(in_range, offset13[:8], Mux(offset13[31], -128, 127)))
         # Stage 23: compare with the activation range: the signs of two 9-bit differences (the
         # top sum bit of a carry chain; a `<` would add a carry break-out and LUTs after it).
+        # (the bounds are read here only, and carried to the clamp: they may change from one element to the next, as
+        # the accelerator's per-row output stage changes them)
         below = stage("below", 1, (sat - self.act_min)[8])
         above = stage("above", 1, (self.act_max - sat)[8])
+        act_min, act_max = stage("act_min", signed(8), self.act_min), stage("act_max", signed(8), self.act_max)
         sat15 = carry(sat, 1, "sat")
         # Stage 24: clamp.
-        clamped = stage("clamped", signed(8), Mux(below, self.act_min, Mux(above, self.act_max, sat15)))
+        clamped = stage("clamped", signed(8), Mux(below, act_min, Mux(above, act_max, sat15)))
         # Stage 25: the clamped value or, in bypass, the accumulator; the bypass flag in two
         # registered copies of 16 loads each.
         # The accumulator travels to stage latency - 1 in a ring buffer of 16 entries (one ECP5

@@ -9,7 +9,8 @@ loader reads the ``channels`` entries at ``addr`` through a read port (``rd_cmd`
 ``lane = n % cols``, ``addr = base + n // cols``: the table rows of the layer's column tiles from
 ``base`` on. ``done`` pulses after the last entry is written. The core takes a ``cfg`` write every cycle, so
 the loader takes a beat every cycle the port offers one (an entry a cycle at most: at 128 bits, three beats in
-four).
+four). With ``row_stage`` each write carries ``stage`` too (the layer's output stage, for the core's
+:class:`hw.accelerator.Accelerator` with ``row_stage``; held from ``start`` to ``done``).
 """
 
 import numpy as np
@@ -18,7 +19,7 @@ from amaranth.lib import data, stream, wiring
 from amaranth.lib.wiring import In, Out
 
 from .axi_reader import command_layout
-from .channel_table import config_layout
+from .channel_table import RowStage, config_layout
 
 __all__ = ["ENTRY_BYTES", "TableLoader", "pack_table", "table_bytes"]
 
@@ -52,16 +53,17 @@ def pack_table(bias, multiplier, shift):
 
 
 class TableLoader(wiring.Component):
-    def __init__(self, cols, max_col_tiles, data_width=64):
+    def __init__(self, cols, max_col_tiles, data_width=64, *, row_stage=False):
         if data_width not in (32, 64, 128):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"data_width must be 32, 64 or 128 bits, got {data_width!r}")
-        self.cols, self.max_col_tiles, self.data_width = cols, max_col_tiles, data_width
+        self.cols, self.max_col_tiles, self.data_width, self.row_stage = cols, max_col_tiles, data_width, row_stage
         super().__init__({
             "start": In(1), "addr": In(32), "channels": In(16), "base": In(range(max_col_tiles)),
+            **({"stage": In(RowStage)} if row_stage else {}),
             "rd_cmd": Out(stream.Signature(command_layout())),
             "rd_data": In(stream.Signature(data.StructLayout({"data": data_width, "last": 1}))),
-            "cfg": Out(stream.Signature(config_layout(cols, max_col_tiles))),
+            "cfg": Out(stream.Signature(config_layout(cols, max_col_tiles, row_stage))),
             "busy": Out(1), "done": Out(1),
         })
 
@@ -131,6 +133,8 @@ class TableLoader(wiring.Component):
             self.cfg.payload.entry.bias.eq(entry[0:32]), self.cfg.payload.entry.multiplier.eq(entry[32:64]),
             self.cfg.payload.entry.shift.eq(entry[64:70]),
         ]
+        if self.row_stage:
+            m.d.comb += self.cfg.payload.stage.eq(self.stage)
         with m.If(written):
             m.d.sync += left.eq(left - 1)
             with m.If(lane == self.cols - 1):
