@@ -523,6 +523,53 @@ def test_tables_wrap_around_their_rows():
     assert cycles[8] == cycles[16], cycles
 
 
+def test_the_run_goes_on_past_a_barrier():
+    """A list's weights one run across its BARRIER: the weights of the layer after the barrier are read before the
+    GO that resumes (while the host runs its ops), each byte of the run once (no restart at the GO), every output
+    exact."""
+    dut = engine(in_depth=4096, w_depth=8192, out_depth=4096, max_col_tiles=16)
+    image = Image(24, dut.cols, run=True)
+    layers = _ahead_layers(240)
+    image.add(layers[0])
+    image.add(layers[1])
+    image.raw(commands.pack(op="BARRIER"))
+    image.add(layers[2])
+    image.add(layers[3])
+    image.finish()
+    before = bytes(image.mem)
+    gap = 2000
+    events, model = run(dut, image, lists=(LIST, LIST), seed=24, max_cycles=60000, gap=gap)
+    assert [e[0] for e in events] == ["barrier", "done"], events
+    check_memory(image.mem, before, image.outputs)
+    cmds = [commands.unpack(bytes(image.mem[LIST + 64 * i:LIST + 64 * (i + 1)])) for i in range(5)]
+    after = cmds[4]["weights_addr"]
+    resumed = events[0][1] + gap
+    assert min(t for a, _, t in _weights_reads(image, model, after, RO[1])) < resumed
+    reads = _weights_reads(image, model, Image.WEIGHTS_RUN, RO[1])
+    assert sum(8 * n for _, n, _ in reads) == image.wr - Image.WEIGHTS_RUN
+
+
+def test_a_read_error_in_the_run_stops_the_list_and_the_next_runs():
+    """A read of the weights' run answered SLVERR (the last layer's, read ahead): the list stops with BUS, nothing
+    left open on the bus, and the next list (its own run) is exact."""
+    dut = engine(in_depth=4096, w_depth=8192, out_depth=4096, max_col_tiles=16)
+    image = Image(25, dut.cols, run=True)
+    for layer in _ahead_layers(250):
+        image.add(layer)
+    image.finish()
+    bad = commands.unpack(bytes(image.mem[LIST + 192:LIST + 256]))["weights_addr"]
+    image.add(Layer(random.Random(25), 255))
+    image.finish(at=LIST + 0x400)
+    before = bytes(image.mem)
+    events, _ = run(dut, image, lists=(LIST, LIST + 0x400), seed=25, max_cycles=60000,
+                    error_ranges=[(bad, bad + 8)])
+    assert [e[:2] for e in events] == [("error", 1 << ERRORS["BUS"]), ("done", events[1][1])], events
+    # (the layers taken before the error complete; the next list's output is exact)
+    out, want = image.outputs[4]
+    assert bytes(image.mem[out:out + len(want)]) == want
+    assert bytes(image.mem[out:out + len(want)]) != before[out:out + len(want)]
+
+
 @pytest.mark.parametrize("case", ["huge", "elsewhere", "small_ring"])
 def test_a_run_that_does_not_hold_the_next_weights(case):
     """A weights_ahead past the read-only window reads to the window's end and no further; a command whose weights are

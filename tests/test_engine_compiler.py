@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from int8_systolic.golden import staged
+from int8_systolic.golden.tflite.builder import ModelBuilder, _spatial_options, schema
 from int8_systolic.golden.tflite.interpreter import Interpreter
 from int8_systolic.golden.tflite.mlperf import mlperf_model
 from int8_systolic.host.engine_compiler import _engine_refusal, _tiles, compile_model
@@ -186,3 +187,33 @@ def test_kws_mobilenetv2s_pads_are_folded():
         {6: 5, 14: 13, 26: 25, 54: 53}
     assert len(program.segments) == 14       # 12 ADDs and the MEAN before the classifier
     assert (program.layers[4].kept, program.layers[4].commands, program.layers[6].commands) == (True, 2, 2)
+
+
+def _conv_then_fc(seed):
+    """CONV_2D 1x1 ([1, 2, 2, 4] -> [1, 2, 2, 16]) whose output a FULLY_CONNECTED reads directly as [1, 64]."""
+    rng = np.random.default_rng(seed)
+    mb = ModelBuilder()
+    x = mb.tensor("input", (1, 2, 2, 4), np.int8, scale=0.05, zero_point=3)
+    w = mb.tensor("w", (16, 1, 1, 4), np.int8, scale=np.full(16, 0.01, np.float32), zero_point=0,
+                  quantized_dimension=0, data=rng.integers(-127, 128, (16, 1, 1, 4)).astype(np.int8))
+    b = mb.tensor("b", (16,), np.int32, scale=np.full(16, 0.0005), zero_point=0, data=np.zeros(16, np.int32))
+    y = mb.tensor("conv", (1, 2, 2, 16), np.int8, scale=0.02, zero_point=-5)
+    opts = _spatial_options(schema.Conv2DOptionsT(), (1, 1), (1, 1), "VALID", "NONE")
+    mb.operator(schema.BuiltinOperator.CONV_2D, [x, w, b], [y], schema.BuiltinOptions.Conv2DOptions, opts)
+    fw = mb.tensor("fc_w", (8, 64), np.int8, scale=np.float32(0.01), zero_point=0,
+                   data=rng.integers(-127, 128, (8, 64)).astype(np.int8))
+    fb = mb.tensor("fc_b", (8,), np.int32, scale=np.float32(0.0002), zero_point=0, data=np.zeros(8, np.int32))
+    out = mb.tensor("fc", (1, 8), np.int8, scale=0.05, zero_point=-2)
+    mb.operator(schema.BuiltinOperator.FULLY_CONNECTED, [y, fw, fb], [out], schema.BuiltinOptions.FullyConnectedOptions,
+                schema.FullyConnectedOptionsT())
+    return mb.finish([x], [out])
+
+
+def test_an_output_read_by_a_fully_connected_as_is_is_not_kept():
+    """An output kept on chip only is one the next command reads in the engine's buffer as the producer left it: a
+    FULLY_CONNECTED reading a CONV_2D's [1, 2, 2, 16] output as [1, 64] reads it from memory, so it is written."""
+    program = compile_model(Interpreter(_conv_then_fc(0)))
+    assert [program.layers[op].kind for op in program.segments[0]] == ["CONV_2D", "FULLY_CONNECTED"]
+    conv = program.segments[0][0]
+    assert not program.layers[conv].kept
+    assert not _commands(program)[0]["keep"]

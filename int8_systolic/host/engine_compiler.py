@@ -438,10 +438,14 @@ def compile_model(interp, *, rows=None, cols=8, data_width=64, in_depth=32768, w
     for prod, cons in (pair for seg in segments for pair in itertools.pairwise(seg)):
         if prod in fused or cons in fused or prod in fused.values() or cons in fused.values():
             continue
-        (prod_kind, prod_g, _, _, prod_stack), (cons_kind, cons_g, _, _, cons_stack) = info[prod][0], info[cons][0]
+        (prod_kind, prod_g, prod_c, _, prod_stack), (cons_kind, cons_g, _, _, cons_stack) = info[prod][0], info[cons][0]
         tensor = layers[prod].output_tensor
         readers = [o.index for o in sg.operators if tensor in o.inputs]
-        if (layers[cons].input_tensor != tensor or cons_stack or layers[prod].commands != 1
+        # (as the engine forwards it: the consumer's input the producer's output, shape for shape, so that it
+        # takes the same bytes in the buffer; a FULLY_CONNECTED reading a feature map directly does not)
+        same = (cons_g.batch, cons_g.in_h, cons_g.in_w, cons_g.in_c) == (prod_g.batch, prod_g.out_h, prod_g.out_w,
+                                                                          prod_c)
+        if (layers[cons].input_tensor != tensor or not same or cons_stack or layers[prod].commands != 1
                 or layers[cons].commands != 1 or tensor in sg.outputs
                 or readers not in ([cons], [layers[cons].pad_folded])):
             continue

@@ -555,10 +555,14 @@ class Engine(wiring.Component):
         need = Signal(signed(35))
         m.d.comb += need.eq(Mux(holds, v_f + check.w_len, Mux(~back_idle, v_b + w_len_b, 0)))
         m.d.sync += w_loader.lazy.eq(w_loader.asked >= need)
-        # (and its commands yield the read port to every other client's: hw.read_arbiter's low priority)
-        m.d.comb += arbiter.low.eq(w_loader.lazy << 3)
+        # (and its commands past that yield the read port to every other client's: hw.read_arbiter's low priority,
+        # judged by the command at the arbiter, which its FIFO may hold from before the layer's need grew)
+        ahead_of = Signal(signed(35))
+        m.d.comb += ahead_of.eq(arbiter.cmd3.payload.addr - s_start)
+        m.d.sync += arbiter.low.eq(Mux(ahead_of >= need, 0b1000, 0))
+        # (not in the back's START: its weights' test is the last layer's until the next cycle)
         m.d.comb += w_loader.abort.eq((front_end | halt | (front.ongoing("PLACE") & placed & ~in_run))
-                                      & (back_idle | ~back_w_loading))
+                                      & (back_idle | (~back_w_loading & ~back_starting)))
 
         # --- the back: the layer's input, steps and weights; then the drain: its output packed, written, captured.
         # The back takes the next layer once its layer's steps are all taken and the drain has started that layer,

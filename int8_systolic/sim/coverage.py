@@ -98,6 +98,7 @@ MODEL = {
         "input": ["read from memory", "kept on chip (the last layer's output)", "row-stacked (few channels)",
                   "the last layer's output read from memory (after its drain)", "kept on chip split by parity"],
         "addresses": ["a tensor across a 4 KB boundary"],
+        "weights": ["read ahead as one run (weights_ahead)"],
         "refusal": ["BAD_OP", "BAD_FIELD", "INCONSISTENT", "UNSUPPORTED", "TOO_BIG", "MISALIGNED", "WINDOW"],
         "reset": ["mid-list"],
     },

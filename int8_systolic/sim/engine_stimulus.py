@@ -163,7 +163,7 @@ class Image:
     compiler lays them: in command order one after another (from ``WEIGHTS_RUN``, each at 16 bytes), every command's
     ``weights_ahead`` the bytes of the list's run after its own, so the engine reads them ahead."""
 
-    WEIGHTS_RUN = 0x8000
+    WEIGHTS_RUN = 0x4000    # (the tables from 0x1000 below it)
 
     def __init__(self, seed, cols, *, run=False):
         self.cols = cols

@@ -110,7 +110,9 @@ async def layers(dut):
     rng = random.Random(SEED)
     ram, monitor = await setup(dut, rng)
     nbytes = len(dut.m_axi_rdata) // 8
-    image = Image(SEED, COLS)
+    # (the list's weights one after another, each command's weights_ahead the rest: the engine reads them as one run,
+    # as the compiler lays them out; the other tests' lists read each command's weights alone)
+    image = Image(SEED, COLS, run=True)
     # a CONV_2D, a DEPTHWISE_CONV_2D and a CONV_2D each reading the layer before's output, a FULLY_CONNECTED; the
     # depthwise layers' multipliers cols + 1, 2 and 1 in turn (from the seed on), within 8 column tiles
     layers = []
@@ -155,6 +157,7 @@ async def layers(dut):
         coverage.sample_engine_layer(layer.op, layer.g, layer.out_c, COLS, layer.depth_multiplier, layer.zp_in,
                                      layer.zp_out, layer.act, [tensor_in, (out_addr, len(out))], monitor.read_spans,
                                      stack=layer.stack, chained=i % 4 in (1, 2), beat=nbytes)
+    coverage.sample("engine", "weights", ["read ahead as one run (weights_ahead)"])
     macs = sum(layer.macs for layer in layers)
     write_result({"test": "layers", "layers": len(layers), "cycles": cycles, "macs": macs,
                   "compared": sum(len(e) for _, e in image.outputs),
