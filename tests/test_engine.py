@@ -501,6 +501,7 @@ def test_weights_are_read_ahead_as_one_run(data_width):
     assert last_weights < first_done, "the last layer's weights not read while the first layer ran"
 
 
+@pytest.mark.slow
 def test_tables_wrap_around_their_rows():
     """Layers of 2, 4, 3 and 2 column tiles through tables of eight rows (a power of two: a ring): the third layer's
     table goes after the second's, wrapping past the last row (rows 6, 7, 0), the fourth's after it (1, 2), each read
@@ -549,6 +550,7 @@ def test_the_run_goes_on_past_a_barrier():
     assert sum(8 * n for _, n, _ in reads) == image.wr - Image.WEIGHTS_RUN
 
 
+@pytest.mark.slow
 def test_a_read_error_in_the_run_stops_the_list_and_the_next_runs():
     """A read of the weights' run answered SLVERR (the last layer's, read ahead): the list stops with BUS, nothing
     left open on the bus, and the next list (its own run) is exact."""
@@ -570,7 +572,8 @@ def test_a_read_error_in_the_run_stops_the_list_and_the_next_runs():
     assert bytes(image.mem[out:out + len(want)]) != before[out:out + len(want)]
 
 
-@pytest.mark.parametrize("case", ["huge", "elsewhere", "small_ring"])
+@pytest.mark.parametrize("case", [pytest.param("huge", marks=pytest.mark.slow),
+                                  pytest.param("elsewhere", marks=pytest.mark.slow), "small_ring"])
 def test_a_run_that_does_not_hold_the_next_weights(case):
     """A weights_ahead past the read-only window reads to the window's end and no further; a command whose weights are
     not in the run (a copy elsewhere) restarts the run there; a ring smaller than the run holds back the reads until

@@ -93,16 +93,20 @@ def write_result(result):
         coverage.export(COVERAGE)
 
 
-def big_layer(rng, seed, fc=False, max_out_c=40, out_c=None):
+def big_layer(rng, seed, fc=False, max_out_c=40, out_c=None, few=False):
     """A layer larger than the Amaranth tests' (several row and column tiles), within the default buffers (with
     ``TB_SMALL``, one of the Amaranth tests' size); a CONV_2D's output channels at most ``max_out_c`` (``out_c``
-    if given)."""
+    if given); ``few``: 1, 3 or 4 input channels (a row-stacked pixel is at most a bus word)."""
     if SMALL:
-        return Layer(rng, seed, fc=fc, out_c=out_c or rng.randint(1, min(11, max_out_c)))
+        few = few and not fc
+        shape = (rng.choice([1, 1, 2]), rng.randint(1, 7), rng.randint(1, 7), rng.choice([1, 3, 4])) if few else None
+        return Layer(rng, seed, fc=fc, shape=shape, out_c=out_c or rng.randint(1, min(11, max_out_c)),
+                     **({"dilation": (1, rng.randint(1, 2))} if few else {}))
     if fc:
         return Layer(rng, seed, fc=True, shape=(rng.randint(1, 20), rng.randint(1, 200)), out_c=rng.randint(1, 40))
     return Layer(rng, seed, shape=(rng.choice([1, 2]), rng.randint(1, 12), rng.randint(1, 12),
-                                   rng.choice([1, 3, 8, 16, 17, 32])), out_c=out_c or rng.randint(1, max_out_c))
+                                   rng.choice([1, 3, 4] if few else [1, 3, 8, 16, 17, 32])),
+                 out_c=out_c or rng.randint(1, max_out_c), **({"dilation": (1, rng.randint(1, 2))} if few else {}))
 
 
 @cocotb.test()
@@ -118,18 +122,23 @@ async def layers(dut):
     layers = []
     for i in range(LAYERS):
         seed = SEED * 100 + i
-        mult = (COLS + 1, 2, 1)[(i // 4 + SEED) % 3]
+        mult = (COLS + 1, 2, 1)[(i // 4 + SEED + 1) % 3]
         # on alternate seeds the depthwise layer is of stride 2 over whole bus words a pixel: its input split by
         # parity (hw.depthwise_gen.InputLayout), the layer before keeping its output so (out_split_h/_w)
-        words = 8 * COLS // mult // nbytes if (i // 4 + SEED) % 2 == 0 else 0
+        parity = (i // 4 + SEED) % 2
+        words = 8 * COLS // mult // nbytes if parity == 0 else 0
         if i % 4 == 0:
-            layer = big_layer(rng, seed, max_out_c=8 * COLS // mult,
-                              out_c=nbytes * rng.randint(1, words) if words else None)
+            # (the row-stacked candidate, below: the first layer, few channels; or the one after the depthwise
+            # layer, whose input is then at most a bus word a pixel where the multiplier allows)
+            layer = big_layer(rng, seed, max_out_c=8 * COLS // mult, few=parity == 0,
+                              out_c=nbytes * rng.randint(1, words) if words
+                              else rng.randint(1, max(1, nbytes // mult)) if parity else None)
         elif i % 4 == 1:
             layer = Layer.following(layers[-1], rng, seed, dw=True, depth_multiplier=mult,
                                     **({"stride": (2, 2)} if words else {}))
         elif i % 4 == 2:
-            layer = Layer.following(layers[-1], rng, seed, out_c=rng.randint(1, 11 if SMALL else 40))
+            layer = Layer.following(layers[-1], rng, seed, out_c=rng.randint(1, 11 if SMALL else 40),
+                                    **({"dilation": (1, rng.randint(1, 2))} if parity else {}))
         else:
             layer = big_layer(rng, seed, fc=True)
         # a CONV_2D row-stacked on alternate seeds: the first of each four (read from memory), or the one reading
