@@ -114,7 +114,7 @@ class Stacker(wiring.Component):
         b, y = Signal(16), Signal(signed(18))
         px_left = Signal(16)
         last_g = Signal()             # the group is its row's last
-        last_g0, gn0 = Signal(), Signal(range(nb + 1))  # the same for a row's first group
+        last_g0, gn0 = Signal(), Signal(range(nb + 1))  # the same for a row's first group (from the table, once built)
         pos = Signal(32)
         # the row's first target (output row oy0 at its row kh0: its byte 0 at base0) and the target being written
         kh0, oy0, base0 = Signal(signed(10)), Signal(17), Signal(32)
@@ -180,14 +180,11 @@ class Stacker(wiring.Component):
             m.d.sync += lane.eq(lane + 1)
             with m.If(lane == width - 1):
                 m.d.sync += [table.eq(0), prep.eq(1)]
+        m.d.comb += [last_g0.eq(g.in_w <= p_max), gn0.eq(Mux(last_g0, n_of[g.in_w[:len(p_max)]], n_full))]
         with m.If(prep):
-            # (the table complete: a row's first group, the wrap's step)
-            m.d.sync += [prep.eq(0), running.eq(1), wrap_step.eq(g.in_c + t_step),
-                         last_g0.eq(g.in_w <= p_max), gn0.eq(Mux(g.in_w <= p_max, n_of[g.in_w[:len(p_max)]], n_full))]
-            m.d.sync += [pad_row.eq(pad_i), has_t.eq(has_t_i), last_t.eq(last_t_i), last_t0.eq(last_t_i),
-                         kh0_last.eq(kh0_last_i), last_y.eq(last_y_i), end0.eq(end0_i), end1.eq(end1_i),
-                         px_left.eq(g.in_w), pos.eq(0), last_g.eq(g.in_w <= p_max),
-                         gn.eq(Mux(g.in_w <= p_max, n_of[g.in_w[:len(p_max)]], n_full))]
+            # (the table complete: the first row, the wrap's step)
+            m.d.sync += [prep.eq(0), running.eq(1), wrap_step.eq(g.in_c + t_step)]
+            m.d.sync += first_row()
 
         # the group's bytes: from byte j of the two beats, lane L taking byte src[L] of them (the zero point in a
         # padding row), written where used and src[L] < gn
