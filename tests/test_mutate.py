@@ -136,3 +136,23 @@ def test_the_stages_name_tests_that_exist():
     assert out.returncode == 0, out.stdout + out.stderr
     assert "tests/test_cocotb.py::test_rtl[icarus-2-2-double-ecp5]" in out.stdout
     assert "tests/test_engine_cocotb.py::test_engine_layers_errors_and_reset[icarus-4-4-64-20-2-generic]" in out.stdout
+
+
+def test_a_sample_draws_a_fixed_number_per_file_the_same_each_time():
+    files = mutate_main.ENGINE_FILES[:3]
+    every = [m for f in files for m in mutants(mutate_main.ROOT / f, mutate_main.ROOT)]
+    drawn = mutate_main._sample(every, 4, seed=1)
+    assert [m.id for m in drawn] == [m.id for m in mutate_main._sample(every, 4, seed=1)]
+    assert [m.id for m in drawn] != [m.id for m in mutate_main._sample(every, 4, seed=2)]
+    assert collections.Counter(m.file for m in drawn) == dict.fromkeys(files, 4)
+    assert [m for m in every if m in drawn] == drawn          # (in the files' order)
+    assert mutate_main._sample(every[:2], 4, seed=1) == every[:2]
+
+
+def test_the_wilson_interval():
+    # (45 of 50 by hand: centre (0.9 + 3.8416 / 100) / (1 + 3.8416 / 50) = 0.87146, half-width
+    # 1.96 * sqrt(0.09 / 50 + 3.8416 / 10000) / 1.076832 = 0.08507)
+    lo, hi = mutate_main._wilson(45, 50)
+    assert abs(lo - 78.64) < 0.01
+    assert abs(hi - 95.65) < 0.01
+    assert mutate_main._wilson(50, 50)[1] == 100.0
