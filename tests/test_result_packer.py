@@ -79,3 +79,43 @@ def test_rows_become_the_packed_tensor(rows, cols, data_width, m, n):
 def test_parameters_refused():
     with pytest.raises(ValueError, match="cols must be <= 32"):
         ResultPacker(8, 40)
+
+
+@pytest.mark.parametrize("data_width", [32, 64, 128])
+def test_a_dense_output_drains_a_beat_every_cycle(data_width):
+    """A layer of K = 8 on 8x8 gives a result row (8 bytes) every cycle. Once its first row tile is out, its beats
+    leave one a cycle with nothing in between (the drain's queue covers the buffer's read latency and the credit's
+    return), so the packer keeps up with the core; it once drained five beats in six cycles, and the core waited
+    for it."""
+    rows, cols, m, n = 8, 8, 64, 16
+    out = np.random.default_rng(7).integers(-128, 128, (m, n)).astype(np.int8)
+    dut = ResultPacker(rows, cols, data_width=data_width, depth=4096)
+    feed = list(tile_rows(out, rows, cols, random.Random(7)))
+    nbytes = data_width // 8
+    beat_cycles, got = [], bytearray()
+
+    async def bench(ctx):
+        ctx.set(dut.pixels, m)
+        ctx.set(dut.channels, n)
+        ctx.set(dut.start, 1)
+        await ctx.tick()
+        ctx.set(dut.start, 0)
+        ctx.set(dut.beats.ready, 1)
+        for t in range(2000):
+            ctx.set(dut.res.valid, bool(feed))
+            if feed:
+                ctx.set(dut.res.payload, [v & 0xFFFFFFFF for v in feed.pop(0)])
+            if ctx.get(dut.beats.valid):
+                beat_cycles.append(t)
+                got.extend(ctx.get(dut.beats.payload)["data"].to_bytes(nbytes, "little"))
+            await ctx.tick()
+            if not ctx.get(dut.busy):
+                return
+        raise AssertionError("the output did not drain")
+
+    simulate(dut, bench)
+    assert bytes(got) == out.tobytes()
+    beats = m * n // nbytes
+    assert len(beat_cycles) == beats
+    if nbytes <= cols:          # (a wider bus drains a row tile in fewer cycles than its rows take to come)
+        assert beat_cycles[-1] - beat_cycles[0] == beats - 1

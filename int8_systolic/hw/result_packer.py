@@ -68,7 +68,7 @@ class ResultPacker(wiring.Component):
         receiving = Signal()             # the layer's result rows are not all in
         r_addr = Signal(32)
         in_flight = Signal(range(ByteBuffer.LATENCY + 2))
-        queue = m.submodules.queue = fifo.SyncFIFO(width=8 * nbytes + nbytes, depth=ByteBuffer.LATENCY + 1)
+        queue = m.submodules.queue = fifo.SyncFIFO(width=8 * nbytes + nbytes, depth=ByteBuffer.LATENCY + 2)
         # where the next row goes, kept by one addition a row (not a multiplication): w_ptr = pixel * channels + nt
         w_ptr, col_base = Signal(33), Signal(33)    # ..., and the column tile's row 0
         pixel = Signal(16)               # mt + i
@@ -107,7 +107,10 @@ class ResultPacker(wiring.Component):
                 m.d.sync += [i.eq(i + 1), w_ptr.eq(w_ptr + ch), pixel.eq(pixel + 1)]
 
         # --- drain: aligned bus words from byte 0 up to the complete bytes, through the buffer's read latency ---
-        # words read while the writer is not ready wait in `queue`; a read is issued only with room for it
+        # words read while the writer is not ready wait in `queue`; a read is issued only with room for it. (A read's
+        # entry is free again LATENCY + 2 cycles after its issue: the buffer's latency, a cycle in the queue, a cycle
+        # for the credit's register. So LATENCY + 2 entries let a read go every cycle, as a layer of K = cols gives
+        # a row every cycle: with one fewer the drain took five beats in six cycles and the core waited for it)
         # The issue's conditions are registers, each computed a cycle ahead for both outcomes of this cycle's issue
         # (an issue moves r_addr a word on). `complete` only grows while a layer drains, so the flag computed from its
         # value a cycle old is late by a cycle at most, never wrong; `total` is final a cycle before `settle` ends.
