@@ -550,13 +550,13 @@ def main(argv=None):
     if args.report:
         return _finish(all_mutants, args.files)
     selected = [m for m in all_mutants if any(text in m.id for text in args.only)]
+    if args.sample:     # (before --resume: a resumed sample is the same draw, less what has a result)
+        selected = _sample(selected, args.sample, args.seed)
     if args.resume:
         kept = _load_store(args.files)[1]
         listed = _equivalents()
         selected = [m for m in selected if m.id not in kept[m.file] or kept[m.file][m.id]["status"] == "timeout"
                     or (kept[m.file][m.id].get("quick") and m.id not in listed)]
-    if args.sample:
-        selected = _sample(selected, args.sample, args.seed)
     if args.limit:
         selected = selected[:args.limit]
     if args.list:
