@@ -96,6 +96,13 @@ def good_command(rng):
 
 BREAKS = [
     lambda c, r: c.update(op=commands.OPS["FULLY_CONNECTED"], in_h=2),
+    # a FULLY_CONNECTED with exactly one of its six sides not 1 (a sampled mutant joining two of the tests with an OR
+    # passed the random breaks, whose other sides were seldom all 1)
+    *(lambda c, r, side=side: c.update({**dict.fromkeys(("in_h", "in_w", "out_h", "out_w", "kernel_h", "kernel_w",
+                                                         "stride_h", "stride_w", "depth_multiplier"), 1),
+                                        "op": commands.OPS["FULLY_CONNECTED"], "pad_top": 0, "pad_left": 0,
+                                        "stack": 0, side: 2})
+      for side in ("in_h", "in_w", "out_h", "out_w", "kernel_h", "kernel_w")),
     lambda c, r: c.update(out_h=c["in_h"] + c["pad_top"] + 1, stride_h=1),
     lambda c, r: c.update(pad_left=c["kernel_w"] * c["dilation_w"]),
     lambda c, r: c.update(act_min=5, act_max=4),

@@ -24,6 +24,15 @@ def tile_rows(out, rows, cols, rng):
                 yield row
 
 
+async def start(ctx, dut, m, n):
+    """A layer of ``m`` pixels and ``n`` channels started."""
+    ctx.set(dut.pixels, m)
+    ctx.set(dut.channels, n)
+    ctx.set(dut.start, 1)
+    await ctx.tick()
+    ctx.set(dut.start, 0)
+
+
 @pytest.mark.parametrize(("rows", "cols", "data_width", "m", "n"), [
     (8, 8, 64, 13, 21), (4, 8, 32, 9, 8), (8, 8, 128, 1, 10), (3, 5, 64, 7, 11), (8, 8, 64, 16, 64)])
 def test_rows_become_the_packed_tensor(rows, cols, data_width, m, n):
@@ -37,11 +46,7 @@ def test_rows_become_the_packed_tensor(rows, cols, data_width, m, n):
     first_beat = {}
 
     async def bench(ctx):
-        ctx.set(dut.pixels, m)
-        ctx.set(dut.channels, n)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await start(ctx, dut, m, n)
         rows_left = list(feed)
         for _ in range(4000):
             offer = bool(rows_left) and rng.random() < 0.8
@@ -95,11 +100,7 @@ def test_a_dense_output_drains_a_beat_every_cycle(data_width):
     beat_cycles, got = [], bytearray()
 
     async def bench(ctx):
-        ctx.set(dut.pixels, m)
-        ctx.set(dut.channels, n)
-        ctx.set(dut.start, 1)
-        await ctx.tick()
-        ctx.set(dut.start, 0)
+        await start(ctx, dut, m, n)
         ctx.set(dut.beats.ready, 1)
         for t in range(2000):
             ctx.set(dut.res.valid, bool(feed))
