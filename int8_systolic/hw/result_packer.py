@@ -110,7 +110,7 @@ class ResultPacker(wiring.Component):
         # words read while the writer is not ready wait in `queue`; a read is issued only with room for it. (A read's
         # entry is free again LATENCY + 2 cycles after its issue: the buffer's latency, a cycle in the queue, a cycle
         # for the credit's register. So LATENCY + 2 entries let a read go every cycle, as a layer of K = cols gives
-        # a row every cycle: with one fewer the drain took five beats in six cycles and the core waited for it)
+        # a row every cycle and the drain must keep up with it)
         # The issue's conditions are registers, each computed a cycle ahead for both outcomes of this cycle's issue
         # (an issue moves r_addr a word on). `complete` only grows while a layer drains, so the flag computed from its
         # value a cycle old is late by a cycle at most, never wrong; `total` is final a cycle before `settle` ends.

@@ -463,11 +463,13 @@ def _report(all_mutants, records, listed, files, runs):
         lines.append(f"{f:<20} " + " ".join(f"{c[k]:>20}" for k in cols) + f" {score(c):>7.1f}%")
     t = rows["total"]
     live = t["tested"] - t["equivalent (netlist)"] - t["equivalent (listed)"]
+    estimate = []
     if t["not run"] and live:
         # (a sample, --sample: the tested mutants' score estimates the whole set's; Wilson's 95% interval)
         lo, hi = _wilson(t["killed"], live)
-        lines.append(f"{t['tested']} of {t['generated']} mutants tested: the score {score(t):.1f}% is a sample's, "
-                     f"95% interval {lo:.1f}% to {hi:.1f}% (Wilson, {live} mutants not equivalent)")
+        estimate = [f"{t['tested']} of {t['generated']} mutants tested: the score {score(t):.1f}% is a sample's, "
+                    f"95% interval {lo:.1f}% to {hi:.1f}% (Wilson, {live} mutants not equivalent)"]
+    lines += estimate
     used = sorted({rec["run"] for rec in records.values() if "run" in rec})
     OUT.mkdir(parents=True, exist_ok=True)
     doc = {"files": files, "runs": {i: runs[i] for i in used},
@@ -487,8 +489,7 @@ def _report(all_mutants, records, listed, files, runs):
           "| file | " + " | ".join(cols) + " | score |", "|---|" + "---:|" * (len(cols) + 1)]
     for f, c in rows.items():
         md.append(f"| {f} | " + " | ".join(str(c[k]) for k in cols) + f" | {score(c):.1f}% |")
-    if t["not run"] and live:
-        md += ["", lines[-1]]
+    md += ["", *estimate] if estimate else []
     md += ["", "## Runs the results come from", "", "| run | date | commit | files | mutants | workers | wall time |",
            "|---:|---|---|---|---:|---:|---:|"]
     md += [f"| {i} | {runs[i]['date']} | {runs[i]['commit']} | {', '.join(runs[i]['files'])} | {runs[i]['mutants']} "
