@@ -24,12 +24,14 @@ Order (the weight streamer's and the core's): row tile outer (``rows`` output pi
 batch, height, width), column tile, then K in TFLite's (kh, kw) order. A tap in the padding, a
 pixel past the layer's last, reads the input zero point.
 
-Pipeline (each stage registered, so that no path crosses more than one adder or a few LUTs): the issue
-of a step (its pixels, tap and column tile) with a credit for the schedule queue; the reads' addresses;
-their banks and whether they are real; each half-read's rank among its bank's; the step's cycle count;
-the schedule queue; the serve stage, one cycle a round, that drives the banks' rows; the buffer; each
-read's two banks; each lane's byte; the step assembled and queued. The serve stage takes a step only
-with a free place in the output queue, so nothing ever has to stop mid-pipeline.
+Pipeline (each stage registered, so that no path crosses more than one adder or a few LUTs): the issue of a step
+(its pixels, tap and column tile) with a credit for the schedule queue; the reads' addresses; their banks and
+whether they are real; each half-read's rank among its bank's; the step's cycle count; the schedule queue; the
+serve stage, one cycle a round, that drives the banks' rows; the buffer; each read's two banks; the read's bytes
+from its first (a rotation by the read's offset in its bank); each lane's byte among them (the depth multiplier's
+channel, at most ``cols - 1`` bytes on); the step assembled and queued. Two selections of eight ways rather than
+one of sixteen, the second's choice the same for every read. The serve stage takes a step only with a free
+place in the output queue, so nothing ever has to stop mid-pipeline.
 
 ``geometry`` (:func:`geometry_layout`) and ``base`` (the input's first byte in the buffer) hold from
 ``start`` until ``busy`` falls. ``avail`` counts the input's bytes in the buffer as if in NHWC order at the pitch
@@ -131,6 +133,15 @@ class InputLayout:
         return b * self.image_bytes + ys + xs
 
 
+def _mux_tree(sel, items):
+    """``items[sel]`` as a balanced tree of two-way selections on ``sel``'s bits (``items`` past the last repeat it)."""
+    items = list(items)
+    for bit in range(len(sel)):
+        items = [Mux(sel[bit], items[k + 1] if k + 1 < len(items) else items[k], items[k])
+                 for k in range(0, len(items), 2)]
+    return items[0]
+
+
 class DepthwiseWindows(wiring.Component):
     """See the module docstring. ``rows``, ``cols``: the array's; the input buffer's ``banks`` of ``bank_bytes`` bytes
     (``bank_bytes >= cols``, ``banks >= rows``, both at least 2), ``addr_width`` bits of byte address and ``dsp``
@@ -154,8 +165,9 @@ class DepthwiseWindows(wiring.Component):
     _SCHED = 16         # steps issued and not yet served (the schedule queue's depth)
     _QUEUE = 16         # steps served and not yet taken (the output queue's depth)
     # issue to the schedule queue (copies, addresses, edges, banks, ranks, cycle count), the queue and the serve
-    # register, the serve stage's two, the buffer, the banks' pair, the lanes' bytes, then the output queue
-    LATENCY = 6 + 2 + 2 + ByteBuffer.G_LATENCY + 2 + 1
+    # register, the serve stage's two, the buffer, the banks' pair, the reads' rotations, the lanes' bytes, then the
+    # output queue
+    LATENCY = 6 + 2 + 2 + ByteBuffer.G_LATENCY + 3 + 1
 
     def __init__(self, rows=8, cols=8, *, banks=8, bank_bytes=8, addr_width=16, dsp="generic"):
         pow2 = lambda n: isinstance(n, int) and n >= 2 and n & (n - 1) == 0  # noqa: E731
@@ -229,6 +241,8 @@ class DepthwiseWindows(wiring.Component):
         q0 = [Signal(16, name=f"q0_{j}") for j in range(cols)]    # the first column tile's
         r0 = [Signal(16, name=f"r0_{j}") for j in range(cols)]
         adv_a, adv_a1, adv_b, thr = Signal(16), Signal(16), Signal(16), Signal(16)  # cols // m (+ 1), cols % m, m - b
+        # the carry's next test, a comparison of r alone: r - thr >= thr is r >= 2 * thr, r + b >= thr is r >= m - 2b
+        thr2, thr_b = Signal(17), Signal(signed(18))
         lane_q, lane_r = Signal(16), Signal(16)     # lane j's, during the set-up
         mult_m1 = Signal(16)                        # depth_multiplier - 1 (lane_r's wrap), set at start
 
@@ -241,12 +255,16 @@ class DepthwiseWindows(wiring.Component):
         nxt_full = Signal()
         w_i = Signal(range(rows))
         walking = Signal()
+        # walking & ~nxt_full as registers (set with the two): the walker's step, whose loads are many, one copy for
+        # its counters and one for the tile's pixels
+        walk = Signal(attrs=KEEP_APART)
+        walk_d = Signal(attrs=KEEP_APART)
         wpix = Signal(32)
         ox, oy = Signal(16), Signal(16)
         a_bterm, a_yterm = Signal(aw), Signal(aw)   # the pixel's stored place: b*img + oy*sh_wp (+ xterm: ox*sw_p)
         # the walker's tests, registers kept with what they test: ox == out_w - 1, oy == out_h - 1, wpix < pixels
         w_last_ox, w_last_oy, w_ok = Signal(), Signal(), Signal()
-        yy, xx = Signal(signed(18)), Signal(signed(18))
+        yy, xx = Signal(signed(18), name="yy"), Signal(signed(18), name="xx")
         # b*hwp, y*wp in the plain order (the rows the windows reach); the column's stored offset
         bterm, yterm, xterm = Signal(32), Signal(signed(34)), Signal(aw)
 
@@ -283,7 +301,8 @@ class DepthwiseWindows(wiring.Component):
                                  w_ok.eq(const["pixels"] != 0)]
                     m.d.sync += [walking.eq(1), wpix.eq(0), ox.eq(0), oy.eq(0), yy.eq(-g.pad_top),
                                  xx.eq(-g.pad_left), bterm.eq(0), yterm.eq(-const["pt_lin"]), xterm.eq(0),
-                                 a_bterm.eq(0), a_yterm.eq(0), w_i.eq(0), nxt_full.eq(0)]
+                                 a_bterm.eq(0), a_yterm.eq(0), w_i.eq(0), nxt_full.eq(0),
+                                 walk.eq(1), walk_d.eq(1)]
                     m.next = "RUN"
             with m.State("RUN"), m.If(~running):
                 m.next = "DRAIN"
@@ -291,18 +310,20 @@ class DepthwiseWindows(wiring.Component):
                 m.next = "IDLE"
         m.d.comb += self.busy.eq(~fsm.ongoing("IDLE"))
         # (adv_a, adv_b are final a cycle into RUN; their first use is a column tile's end, rows cycles on at least)
-        m.d.sync += [adv_a1.eq(adv_a + 1), thr.eq(mult - adv_b)]
+        m.d.sync += [adv_a1.eq(adv_a + 1), thr.eq(mult - adv_b), thr2.eq((mult - adv_b) << 1),
+                     thr_b.eq(mult - (adv_b << 1))]
 
         # the walker fills the next tile's pixels while it is not full
-        with m.If(walking & ~nxt_full):
-            ok = w_ok
+        ok = w_ok
+        with m.If(walk_d):
             m.d.sync += [Array(nxt_base)[w_i].eq(a_bterm + a_yterm + xterm), Array(nxt_y)[w_i].eq(yy),
-                         Array(nxt_x)[w_i].eq(xx), nxt_ok.bit_select(w_i, 1).eq(ok), wpix.eq(wpix + 1),
-                         w_ok.eq(wpix + 1 < const["pixels"])]
+                         Array(nxt_x)[w_i].eq(xx), nxt_ok.bit_select(w_i, 1).eq(ok)]
             with m.If(ok):
                 m.d.sync += nxt_bound.eq(bterm + yterm + const["ext_wp"])
+        with m.If(walk):
+            m.d.sync += [wpix.eq(wpix + 1), w_ok.eq(wpix + 1 < const["pixels"])]
             with m.If(w_i == rows - 1):
-                m.d.sync += [w_i.eq(0), nxt_full.eq(1)]
+                m.d.sync += [w_i.eq(0), nxt_full.eq(1), walk.eq(0), walk_d.eq(0)]
             with m.Else():
                 m.d.sync += w_i.eq(w_i + 1)
             with m.If(w_last_ox):
@@ -319,7 +340,7 @@ class DepthwiseWindows(wiring.Component):
                              w_last_ox.eq(ox + 2 == g.out_w)]
             # the tile after the last: nothing more to walk
             with m.If((w_i == 0) & ~ok):
-                m.d.sync += [walking.eq(0), nxt_full.eq(0)]
+                m.d.sync += [walking.eq(0), nxt_full.eq(0), walk.eq(0), walk_d.eq(0)]
 
         # --- the issue stage: the current tile's pixels, its column tile and tap ---
         cur_base = [Signal(aw, name=f"cur_base{i}") for i in range(rows)]
@@ -390,7 +411,8 @@ class DepthwiseWindows(wiring.Component):
         with m.If(load):
             m.d.sync += [*(cur_base[i].eq(nxt_base[i]) for i in range(rows)),
                          *(cur_y[i].eq(nxt_y[i]) for i in range(rows)), *(cur_x[i].eq(nxt_x[i]) for i in range(rows)),
-                         cur_ok.eq(nxt_ok), cur_bound.eq(nxt_bound), nxt_full.eq(0)]
+                         cur_ok.eq(nxt_ok), cur_bound.eq(nxt_bound), nxt_full.eq(0), walk.eq(walking),
+                         walk_d.eq(walking)]
         # the tap counters
         with m.If(issues[0]):
             with m.If(~kw_last):
@@ -406,8 +428,8 @@ class DepthwiseWindows(wiring.Component):
                     m.d.sync += [kh.eq(0), kh_last.eq(g.kernel_h == 1), kh_y.eq(0), kh_ab.eq(self.base + ty0),
                                  tap.eq(self.base + t00), par_y.eq(sh & g.pad_top[0])]
         # the column tile and the lanes' channels, a tile's last tap on. cy[j] (the carry, r[j] >= thr) is a
-        # register set with r[j], and refreshed in every other cycle: thr is final in RUN's first cycle, the first
-        # column tile's end comes rows + 1 cycles on at least
+        # register set with r[j], and refreshed in every other cycle: thr, thr2 and thr_b are final in RUN's first
+        # cycle, the first column tile's end comes rows + 1 cycles on at least
         cy = [Signal(name=f"cy{j}") for j in range(cols)]
         m.d.sync += [cy[j].eq(r[j] >= thr) for j in range(cols)]
         for k, lanes in ((1, range(cols // 2)), (2, range(cols // 2, cols))):
@@ -418,7 +440,7 @@ class DepthwiseWindows(wiring.Component):
                     for j in lanes:
                         m.d.sync += [q[j].eq(Mux(cy[j], q[j] + adv_a1, q[j] + adv_a)),
                                      r[j].eq(Mux(cy[j], r[j] - thr, r[j] + adv_b)),
-                                     cy[j].eq(Mux(cy[j], r[j] - thr >= thr, r[j] + adv_b >= thr))]
+                                     cy[j].eq(Mux(cy[j], r[j] >= thr2, r[j] >= thr_b))]
                 with m.Else():
                     if k == 1:
                         m.d.sync += [nt.eq(0), nt_last.eq(g.n_tiles == 1)]
@@ -556,22 +578,29 @@ class DepthwiseWindows(wiring.Component):
                         self.g_data.word_select((x2_first[i] + 1)[:gbits], 8 * bb)), f"pair{i}") for i in range(rows)]
         p1_pos = [[reg((x2.off.word_select(i, obits) + x2.sel.word_select(j, sel_width))[:sel_width], f"pos{i}_{j}")
                    for j in range(cols)] for i in range(rows)]
+        p1_off = [reg(x2.off.word_select(i, obits), f"p1_off{i}") for i in range(rows)]
+        # each read's bytes from its first on (a lane's channel is at most cols - 1 bytes past the read's first)
         p2 = reg(p1, "side_p2")
-        byte = [[reg(pair[i].word_select(p1_pos[i][j], 8), f"byte{i}_{j}")
-                 for j in range(cols)] for i in range(rows)]
+        win = [[reg(_mux_tree(p1_off[i], [pair[i].word_select(o + k, 8) for o in range(bb)]), f"win{i}_{k}")
+                for k in range(cols)] for i in range(rows)]
+        p2_pos = [[reg(p1_pos[i][j], f"p2_pos{i}_{j}") for j in range(cols)] for i in range(rows)]
+        # lane j's channel, (q[j] - q[0]) <= j bytes past the read's first
+        p3 = reg(p2, "side_p3")
+        byte = [[reg(_mux_tree(p2.sel.word_select(j, sel_width)[:max((j).bit_length(), 1)], win[i][:j + 1]),
+                     f"byte{i}_{j}") for j in range(cols)] for i in range(rows)]
         # the lane's byte is in the read's second bank when its position is past the first's last byte
-        take = [[reg(Mux(p1_pos[i][j][obits], p1.t2[i], p1.t1[i]), f"take{i}_{j}") for j in range(cols)]
+        take = [[reg(Mux(p2_pos[i][j][obits], p2.t2[i], p2.t1[i]), f"take{i}_{j}") for j in range(cols)]
                 for i in range(rows)]
         zp = g.zero_point.as_unsigned()
         assembled = [[Signal(8, name=f"asm{i}_{j}") for j in range(cols)] for i in range(rows)]
         value = [[Signal(8, name=f"val{i}_{j}") for j in range(cols)] for i in range(rows)]
         for i in range(rows):
             for j in range(cols):
-                m.d.comb += value[i][j].eq(Mux(p2.pad[i], zp, Mux(take[i][j], byte[i][j], assembled[i][j])))
-        with m.If(p2.v):
+                m.d.comb += value[i][j].eq(Mux(p3.pad[i], zp, Mux(take[i][j], byte[i][j], assembled[i][j])))
+        with m.If(p3.v):
             m.d.sync += [assembled[i][j].eq(value[i][j]) for i in range(rows) for j in range(cols)]
         # the core's depthwise step: element j * rows + i is cell (i, j)'s
-        m.d.comb += [queue.w_en.eq(p2.v & p2.last),
+        m.d.comb += [queue.w_en.eq(p3.v & p3.last),
                      queue.w_data.eq(Cat(value[i][j] for j in range(cols) for i in range(rows)))]
         m.d.comb += [self.o.valid.eq(queue.r_rdy), self.o.payload.eq(queue.r_data), queue.r_en.eq(self.o.ready)]
         return m
