@@ -292,7 +292,8 @@ class Accelerator(wiring.Component):
         for j, lane in enumerate(lanes):
             cfg, cfg_valid = groups[j // 4], groups_valid[j // 4]
             m.submodules[f"table{j}"] = table = ChannelTable(self.max_col_tiles, self.ram, self.dsp)
-            row_tag = Signal.like(array.row_tag, attrs=KEEP_APART, name=f"dup_row_tag{j}", reset_less=True)
+            # (the table's address bits only: the tag's other bits are never read)
+            row_tag = Signal.like(table.r_addr, attrs=KEEP_APART, name=f"dup_row_tag{j}", reset_less=True)
             m.d.sync += row_tag.eq(array.row_tag)
             # Table writes land three cycles late: the group's copy, then two per-lane copies, the
             # first near the group's, the second near the table (no route crosses the die into a

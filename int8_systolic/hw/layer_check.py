@@ -55,6 +55,11 @@ def _pow2(n):
     return n & (n - 1) == 0
 
 
+def _times(value, k):
+    """``value * k`` for a constant ``k``, as a sum of shifts: synthesis would give a constant a multiplier block."""
+    return sum(value << s for s in range(k.bit_length()) if k >> s & 1)
+
+
 class LayerCheck(wiring.Component):
     # (result, factor, factor): factors are command fields, earlier results, "<field>-1", the constant "cols",
     # "in_c_or_1" (1 for DEPTHWISE_CONV_2D, whose K is the taps alone) and "n_tiles"; in the order hw.products
@@ -213,7 +218,7 @@ class LayerCheck(wiring.Component):
                 m_tiles = ceil_shift(val["pixels"], self.rows) if _pow2(self.rows) else quo
                 m.d.sync += [self.m_tiles.eq(m_tiles), in_len.eq(beats(val["in_bytes"])),
                              w_len.eq(beats(val["w_bytes"])),
-                             t_len.eq(beats(c.out_c * ENTRY_BYTES)), in_pad_h.eq(c.in_h + c.pad_top),
+                             t_len.eq(beats(_times(c.out_c, ENTRY_BYTES))), in_pad_h.eq(c.in_h + c.pad_top),
                              in_pad_w.eq(c.in_w + c.pad_left),
                              in_buf.eq(Mux(c.stack, val["stk_buf"], val["in_buf"])),
                              unsupported.eq(c.bypass | (c.stack & ((c.dilation_h != 1) | (val["khc"] >> 16 != 0)

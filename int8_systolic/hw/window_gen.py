@@ -72,10 +72,10 @@ class WindowGenerator(wiring.Component):
         ("hwc", "in_h", "wc"), ("pixels", "batch", "ohw"),
     )
     SETUP = setup_cycles(PRODUCTS) + 1
-    # Read pipeline: a read generated, then six registered stages to the read queue, whose head is registered
-    # (``_GEN`` cycles from the counters to the head); issued, it is registered to the buffer, then the buffer's
-    # latency; reads are issued only while the step queue behind has room for every read in flight.
-    _GEN = 8
+    # Read pipeline: a read generated, then six registered stages to the read queue, whose last two entries are
+    # registers (``_GEN`` cycles from the counters to the head); issued, it is registered to the buffer, then the
+    # buffer's latency; reads are issued only while the step queue behind has room for every read in flight.
+    _GEN = 9
     _STAGES = 1 + ByteBuffer.LATENCY
     _QUEUE = 8
     # Cycles from a block's last read generated to its first step offered on ``o``: the generation, the read
@@ -276,7 +276,7 @@ class WindowGenerator(wiring.Component):
         g6_raddr, g6_end = reg(g5_raddr, "g6_raddr"), reg(g5_end, "g6_end")
         read = data.StructLayout({"raddr": self.addr_width, "end": signed(len(g6_end)), "pad": width, "last": 1,
                                   "n": len(g6_n)})
-        # the read queue: reads_depth - 1 entries, then the head in flip-flops
+        # the read queue: reads_depth - 1 entries, then the entry before the head and the head in flip-flops
         reads = m.submodules.reads = fifo.SyncFIFO(width=read.size, depth=reads_depth - 1)
         entry = Signal(read)
         m.d.comb += [entry.raddr.eq(g6_raddr), entry.end.eq(g6_end), entry.pad.eq(pad), entry.last.eq(g6_last),
@@ -284,17 +284,20 @@ class WindowGenerator(wiring.Component):
 
         # the issue: the head, once its bytes are in (or the whole input is: past its end is padding). Both tests are
         # registers a cycle old (avail only grows during a layer, so they are only ever late): the head's compares the
-        # entry it takes as it takes it, then itself every cycle, so no comparison is on the issue's path
+        # entry it takes as it takes it, then itself every cycle, so no comparison is on the issue's path. The entry
+        # before the head (`pre`) is a register too, so that the comparison starts from flip-flops, not from the
+        # queue's memory.
         head, head_v, head_in, all_in = Signal(read), Signal(), Signal(), Signal()
-        refill = Signal()
-        m.d.comb += [refill.eq(~head_v | issue), reads.r_en.eq(refill)]
+        pre, pre_v = Signal(read), Signal()
+        refill, pre_refill = Signal(), Signal()
+        m.d.comb += [refill.eq(~head_v | issue), pre_refill.eq(~pre_v | refill), reads.r_en.eq(pre_refill)]
         m.d.sync += all_in.eq(self.avail >= self.total)
-        with m.If(refill & reads.r_rdy):
-            m.d.sync += [head.eq(reads.r_data), head_v.eq(1), head_in.eq(read(reads.r_data).end <= self.avail)]
+        with m.If(pre_refill):
+            m.d.sync += [pre.eq(reads.r_data), pre_v.eq(reads.r_rdy)]
+        with m.If(refill):
+            m.d.sync += [head.eq(pre), head_v.eq(pre_v), head_in.eq(pre.end <= self.avail)]
         with m.Else():
             m.d.sync += head_in.eq(head.end <= self.avail)
-            with m.If(issue):
-                m.d.sync += head_v.eq(0)
         m.d.comb += issue.eq(head_v & step_ok & (all_in | head_in))
         with m.If(~fsm.ongoing("IDLE")):
             # each credit's next value for both outcomes of the issue, from registers; the issue picks one last
