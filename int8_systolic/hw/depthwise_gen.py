@@ -576,20 +576,19 @@ class DepthwiseWindows(wiring.Component):
         x2_first = [x2.first.word_select(i, gbits) for i in range(rows)]
         pair = [reg(Cat(self.g_data.word_select(x2_first[i], 8 * bb),
                         self.g_data.word_select((x2_first[i] + 1)[:gbits], 8 * bb)), f"pair{i}") for i in range(rows)]
-        p1_pos = [[reg((x2.off.word_select(i, obits) + x2.sel.word_select(j, sel_width))[:sel_width], f"pos{i}_{j}")
-                   for j in range(cols)] for i in range(rows)]
         p1_off = [reg(x2.off.word_select(i, obits), f"p1_off{i}") for i in range(rows)]
         # each read's bytes from its first on (a lane's channel is at most cols - 1 bytes past the read's first)
         p2 = reg(p1, "side_p2")
         win = [[reg(_mux_tree(p1_off[i], [pair[i].word_select(o + k, 8) for o in range(bb)]), f"win{i}_{k}")
                 for k in range(cols)] for i in range(rows)]
-        p2_pos = [[reg(p1_pos[i][j], f"p2_pos{i}_{j}") for j in range(cols)] for i in range(rows)]
+        # the lane's byte is in the read's second bank when its position is past the first's last byte
+        p2_second = [[reg((p1_off[i] + p1.sel.word_select(j, sel_width))[obits], f"second{i}_{j}")
+                      for j in range(cols)] for i in range(rows)]
         # lane j's channel, (q[j] - q[0]) <= j bytes past the read's first
         p3 = reg(p2, "side_p3")
-        byte = [[reg(_mux_tree(p2.sel.word_select(j, sel_width)[:max((j).bit_length(), 1)], win[i][:j + 1]),
+        byte = [[reg(_mux_tree(p2.sel.word_select(j, sel_width)[:max(j.bit_length(), 1)], win[i][:j + 1]),
                      f"byte{i}_{j}") for j in range(cols)] for i in range(rows)]
-        # the lane's byte is in the read's second bank when its position is past the first's last byte
-        take = [[reg(Mux(p2_pos[i][j][obits], p2.t2[i], p2.t1[i]), f"take{i}_{j}") for j in range(cols)]
+        take = [[reg(Mux(p2_second[i][j], p2.t2[i], p2.t1[i]), f"take{i}_{j}") for j in range(cols)]
                 for i in range(rows)]
         zp = g.zero_point.as_unsigned()
         assembled = [[Signal(8, name=f"asm{i}_{j}") for j in range(cols)] for i in range(rows)]
