@@ -20,6 +20,7 @@ of the read-out's OR tree).
 
 import numpy as np
 import pytest
+from amaranth.back import rtlil
 
 from int8_systolic.hw.array import MACCell, SystolicArray
 from int8_systolic.sim.amaranth_bench import simulate
@@ -166,6 +167,21 @@ def test_array_depthwise_chosen_per_step(seed, rows, cols):
     ks = tile_lengths(rng, dut.min_tile_steps, 80)
     modes = rng.integers(2, size=(len(ks), max(ks)))
     cycles = schedule(rng, rows, cols, dut.min_tile_steps, ks, p_idle=0.2, depthwise=lambda n, k: modes[n, k])
+    assert check_array(dut, cycles) == rows * len(ks)
+
+
+@pytest.mark.parametrize(("rows", "cols", "rings"), [(4, 4, 7), (2, 6, 8)])
+def test_array_with_ring_delays_matches_model(seed, rows, cols, rings):
+    """``ring_delays``: the delay lines of three cycles and more in LUT-RAM rings (``rings`` of them: the
+    depthwise lines with i + j - 1 >= 3 and the deskew lines with cols - 1 - j >= 3, counted in the netlist) give
+    the same rows in the same cycles: random K and gaps in both modes, then tiles back to back."""
+    rng = np.random.default_rng(seed + 400 + 10 * rows + cols)
+    dut = SystolicArray(rows, cols, tag_width=TAG_WIDTH, ring_delays=True)
+    assert rtlil.convert(dut).count("\n  memory ") == rings
+    ks = tile_lengths(rng, dut.min_tile_steps, 60) + [dut.min_tile_steps] * 20
+    modes = rng.integers(2, size=(len(ks), max(ks)))
+    cycles = schedule(rng, rows, cols, dut.min_tile_steps, ks, p_idle=0.2,
+                      depthwise=lambda n, k: modes[n, k] if n < 60 else n % 2)
     assert check_array(dut, cycles) == rows * len(ks)
 
 

@@ -81,8 +81,8 @@ def directed_vectors(rounding):
     return {"acc": acc, "bias": bias, "multiplier": mult, "shift": shift}
 
 
-def run_requantizer(vectors, cfg, rounding, seed, p_idle=0.3, p_ready=0.7):
-    dut = Requantizer(rounding)
+def run_requantizer(vectors, cfg, rounding, seed, p_idle=0.3, p_ready=0.7, ring_delays=False):
+    dut = Requantizer(rounding, ring_delays=ring_delays)
     n = len(vectors["acc"])
     out = []
     cycles = [0]
@@ -151,22 +151,28 @@ def random_config(rng):
     return {"output_offset": int(rng.integers(-128, 128)), "act_min": lo, "act_max": hi, "bypass": 0}
 
 
-@pytest.mark.parametrize("rounding", ["double", "single"])
+# (rounding, ring_delays): both variants, and the double rounding's delay lines in LUT-RAM rings (the engine's build)
+VARIANTS = [("double", False), ("single", False), ("double", True)]
+
+
+@pytest.mark.parametrize(("rounding", "ring_delays"), VARIANTS)
 @pytest.mark.parametrize("blocks", [2, pytest.param(10, marks=pytest.mark.slow)])
-def test_requantizer_random(seed, rounding, blocks, record_property):
-    """10 000 random vectors a block, each block with its own layer config: 20 000 per rounding mode in make test,
+def test_requantizer_random(seed, rounding, ring_delays, blocks, record_property):
+    """10 000 random vectors a block, each block with its own layer config: 20 000 per variant in make test,
     100 000 in make test-all (make sim's GEMMs put far more through the same lanes)."""
     rng = np.random.default_rng(seed + 5)
     compared = 0
+    # (the rings change two delay lines that every vector passes through: half the blocks)
+    blocks = max(1, blocks // 2) if ring_delays else blocks
     for block in range(blocks):
         vectors = random_vectors(rng, 10_000, rounding)
-        compared += check(vectors, random_config(rng), rounding, seed + block)[0]
+        compared += check(vectors, random_config(rng), rounding, seed + block, ring_delays=ring_delays)[0]
     assert compared == blocks * 10_000
     record_property("rtl_outputs", compared)
 
 
-@pytest.mark.parametrize("rounding", ["double", "single"])
-def test_requantizer_directed(seed, rounding):
+@pytest.mark.parametrize(("rounding", "ring_delays"), VARIANTS)
+def test_requantizer_directed(seed, rounding, ring_delays):
     # (offset 0 as well: with +-127/128 the int32 wrap of the offset add sends INT32_MIN and the
     # saturated INT32_MAX to the same clamped value, so a missed SRDHM saturation would pass; and 1,
     # the one offset that wraps INT32_MAX and not INT32_MAX - 1: a saturation to 2**31 - 2 would pass
@@ -176,14 +182,14 @@ def test_requantizer_directed(seed, rounding):
                 {"output_offset": 127, "act_min": -128, "act_max": 127, "bypass": 0},
                 {"output_offset": -128, "act_min": -5, "act_max": 6, "bypass": 0},
                 {"output_offset": 0, "act_min": -128, "act_max": 127, "bypass": 1}):
-        check(directed_vectors(rounding), cfg, rounding, seed)
+        check(directed_vectors(rounding), cfg, rounding, seed, ring_delays=ring_delays)
 
 
 def test_requantizer_full_rate_without_stalls(seed):
     """No idle input, output always ready: one result per cycle after the pipeline latency."""
     rng = np.random.default_rng(seed)
-    for rounding in ("double", "single"):
+    for rounding, ring_delays in VARIANTS:
         n, cycles, latency = check(random_vectors(rng, 500, rounding), random_config(rng), rounding, seed,
-                                   p_idle=0.0, p_ready=1.0)
+                                   p_idle=0.0, p_ready=1.0, ring_delays=ring_delays)
         # The consumer samples at every edge: the last result appears latency edges after the last input.
         assert cycles == n + latency

@@ -75,10 +75,12 @@ class Accelerator(wiring.Component):
     ``dsp`` ("generic" or "ecp5"): how the multipliers are built (:mod:`hw.multiplier`) and,
     with "ecp5", the per-channel tables too: ``DP16KD`` block RAMs with their output registers
     (whatever ``ram`` says; see :class:`ChannelTable`). The two are cycle-for-cycle identical.
+    ``ring_delays``: the array's and the lanes' long delay lines in LUT RAM (:class:`~hw.array.SystolicArray`,
+    :class:`~hw.requantizer.Requantizer`), cycle-for-cycle identical too; for targets with LUT RAM.
     """
 
     def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed", dsp="generic",
-                 row_stage=False):
+                 row_stage=False, ring_delays=False):
         error = None
         if dsp not in DSP_KINDS:
             error = f"dsp must be one of {DSP_KINDS}, got {dsp!r}"
@@ -96,8 +98,9 @@ class Accelerator(wiring.Component):
         if error:
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(error)
-        self._array = SystolicArray(rows, cols, dsp=dsp)
-        self._lanes = [Requantizer(rounding, dsp=dsp) for _ in range(cols)]  # one per column, in lockstep
+        self._array = SystolicArray(rows, cols, dsp=dsp, ring_delays=ring_delays)
+        # (one per column, in lockstep)
+        self._lanes = [Requantizer(rounding, dsp=dsp, ring_delays=ring_delays) for _ in range(cols)]
         self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
         self.ram, self.dsp, self.row_stage = ram, dsp, row_stage
         if dsp == "ecp5" and self.fifo_depth > DP16KD_DEPTH:

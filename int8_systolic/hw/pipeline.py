@@ -2,7 +2,8 @@
 :func:`popcount`, a balanced sum of single bits.
 
 Used wherever the RTL moves values one register per cycle on purpose (skew, transit between
-distant blocks, credits returned a few cycles late).
+distant blocks, credits returned a few cycles late); :func:`ring_delayed` keeps long free-running lines in
+LUT RAM instead (the flip-flops, not the LUTs, are what an ECP5-85F runs out of first beside the engine).
 
 :data:`KEEP_APART` marks a register that copies another on purpose (one copy near each group of
 its loads, to cut fanout and long routes): synthesis would otherwise merge identical registers
@@ -16,8 +17,12 @@ conflict that changed the iCE40 netlist), so ``fpga.synth`` marks keep the flip-
 from typing import NamedTuple
 
 from amaranth import Const, Signal
+from amaranth.lib.memory import Memory
 
-__all__ = ["KEEP_APART", "Line", "delay_lines", "delayed", "popcount"]
+__all__ = ["KEEP_APART", "RING_DEPTH", "Line", "delay_lines", "delayed", "popcount", "ring_delayed"]
+
+#: Entries of a :func:`ring_delayed` ring: one ECP5 LUT-RAM cell (``TRELLIS_DPR16X4``) deep.
+RING_DEPTH = 16
 
 KEEP_APART = {"DONT_TOUCH": "true", "preserve": 1}
 
@@ -49,6 +54,42 @@ def delay_lines(m, cycles, lines):
 def delayed(m, value, cycles, name, *, shape=None, reset_less=False, keep=False):
     """``value`` through ``cycles`` registers (see :func:`delay_lines`); returns the last one."""
     return delay_lines(m, cycles, [Line(value, name, shape, reset_less, keep)])[0]
+
+
+def ring_delayed(m, lines, name, en=None):
+    """Values delayed in a ring of :data:`RING_DEPTH` entries of LUT RAM rather than in registers: ``lines`` is a
+    list of ``(value, cycles)``, each ``cycles`` from 2 to :data:`RING_DEPTH`; returns each value ``cycles`` cycles
+    late, from a register. Free-running, or with ``en`` a pipeline's enable: then the ring moves only in enabled
+    cycles, and a value comes out ``cycles`` enabled cycles late, as through ``cycles`` registers enabled by ``en``.
+    Nothing is reset: like a ``reset_less`` register, a line holds what it was last given until it is given
+    something new.
+
+    The lines share one write pointer, written every cycle, and those of equal ``cycles`` one read pointer,
+    ``cycles - 1`` entries behind it, whose read is registered: never the entry being written. The pointers are
+    registers kept apart (:data:`KEEP_APART`), so that two groups of lines far apart do not share one. On ECP5 a
+    line costs ``ceil(width / 4)`` ``TRELLIS_DPR16X4`` (six LUT sites each) and ``width`` flip-flops whatever its
+    length, where registers would cost ``width * cycles`` flip-flops: worth it from three cycles on.
+    """
+    for _, cycles in lines:
+        if not 2 <= cycles <= RING_DEPTH:
+            raise ValueError(f"a ring delay line is 2 to {RING_DEPTH} cycles long, got {cycles}")
+    step = 1 if en is None else en
+    wp = Signal(range(RING_DEPTH), name=f"dup_{name}_wp", attrs=KEEP_APART)
+    m.d.sync += wp.eq(wp + step)
+    read_ptrs, outs = {}, []
+    for n, (value, cycles) in enumerate(lines):
+        if cycles not in read_ptrs:
+            rp = Signal(range(RING_DEPTH), init=(1 - cycles) % RING_DEPTH, name=f"dup_{name}_rp{cycles}",
+                        attrs=KEEP_APART)
+            m.d.sync += rp.eq(rp + step)
+            read_ptrs[cycles] = rp
+        ring = Memory(shape=value.shape(), depth=RING_DEPTH, init=[])
+        m.submodules[f"{name}{n}"] = ring
+        w_port, r_port = ring.write_port(), ring.read_port(transparent_for=())
+        m.d.comb += [w_port.addr.eq(wp), w_port.data.eq(value), w_port.en.eq(step), r_port.addr.eq(read_ptrs[cycles]),
+                     r_port.en.eq(step)]
+        outs.append(r_port.data)
+    return outs
 
 
 def popcount(bits):

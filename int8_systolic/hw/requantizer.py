@@ -31,7 +31,7 @@ from amaranth.lib.memory import Memory
 from amaranth.lib.wiring import In, Out
 
 from .multiplier import DSP_KINDS, Multiplier
-from .pipeline import KEEP_APART
+from .pipeline import KEEP_APART, ring_delayed
 
 __all__ = ["RequantInput", "Requantizer"]
 
@@ -56,6 +56,10 @@ class Requantizer(wiring.Component):
     ----------
     rounding : "double" or "single"
         Elaboration-time choice of TFLite's rounding variant.
+    ring_delays : bool
+        The double rounding's multiplier, carried to the DSPs past the five pre-shift stages, and its right shift,
+        carried to the stages that use it, in LUT-RAM rings (:func:`~hw.pipeline.ring_delayed`) rather than
+        registers: cycle-for-cycle identical, about 200 fewer flip-flops a lane. For targets with LUT RAM (ECP5).
 
     Members
     -------
@@ -66,14 +70,14 @@ class Requantizer(wiring.Component):
     bypass : In(1)
     """
 
-    def __init__(self, rounding="double", dsp="generic"):
+    def __init__(self, rounding="double", dsp="generic", ring_delays=False):
         if rounding not in ("double", "single"):
             self._MustUse__silence = True  # a refused object is not an unused design
             raise ValueError(f"rounding must be 'double' or 'single', got {rounding!r}")
         if dsp not in DSP_KINDS:
             self._MustUse__silence = True
             raise ValueError(f"dsp must be one of {DSP_KINDS}, got {dsp!r}")
-        self._rounding, self._dsp = rounding, dsp
+        self._rounding, self._dsp, self._ring_delays = rounding, dsp, bool(ring_delays)
         super().__init__({
             "i": In(stream.Signature(RequantInput)),
             "o": Out(stream.Signature(signed(32))),
@@ -191,19 +195,27 @@ class Requantizer(wiring.Component):
             # nextpnr packs with it), the amount and the multiplier travelling alongside.
             # The last stage's result in one register for the bypass line and in one copy per DSP
             # block of each operand's half (dsp_operands).
-            pre, amount, mult = acc, left, mult1
+            # (the multiplier at stage 5, and the right shift at the stages that read it: right[n] aligned with
+            # stage n's inputs, right[2] = right1; only bit k of right[15 + k] is read)
+            if self._ring_delays:
+                mult_5, = ring_delayed(m, [(p.multiplier, 5)], "mult_ring", en)
+                right10, = ring_delayed(m, [(right1, 8)], "right_ring", en)
+                right = {10: right10, 15: ring_delayed(m, [(right10, 5)], "right15_ring", en)[0]}
+                for n in range(16, 20):
+                    right[n] = stage(f"right_d{n - 2}", 5, right[n - 1])
+            else:
+                mult_5 = carry(mult1, 4, "mult")
+                right = dict(enumerate(taps(right1, 17, "right"), start=2))
+            pre, amount = acc, left
             for k in range(5):
                 if k == 4:
-                    pre_4, by16, mult_5 = pre, amount[4], mult   # stage 5: shifted by left[:4]
+                    pre_4, by16 = pre, amount[4]   # stage 5: shifted by left[:4]
                     shifted = Mux(amount[k], pre << (1 << k), pre)[:32].as_signed()
-                    operands = dsp_operands(shifted, mult, "pre5", "mult6")
+                    operands = dsp_operands(shifted, mult_5, "pre5", "mult6")
                     pre = stage("dup_pre5_bypass", signed(32), shifted, keep=True)  # (a copy, kept apart from those)
                     break
                 pre = stage(f"pre{k + 1}", signed(32), Mux(amount[k], pre << (1 << k), pre)[:32].as_signed())
                 amount = stage(f"left{k + 2}", 5, amount)
-                mult = stage(f"mult{k + 2}", signed(32), mult)
-            # right[n]: the right shift aligned with stage n's inputs (right[2] = right1).
-            right = dict(enumerate(taps(right1, 17, "right"), start=2))
             # Stages 7-9: partial products of pre * multiplier (in the DSPs); note the one
             # saturating operand pair.
             hh, hl, lh, ll = partial_products(operands)
