@@ -53,7 +53,7 @@ def test_ring_delayed_lines_are_exactly_their_length_late(seed, p_en):
             assert seen[t] == outs, f"cycle {t}: {seen[t]}, want {outs} (lengths {LENGTHS}, en {p_en})"
             compared += 1
         if enables[t]:
-            regs = [[int(values[t, k])] + line[:-1] for k, line in enumerate(regs)]
+            regs = [[int(values[t, k]), *line[:-1]] for k, line in enumerate(regs)]
     assert compared > n // 2
 
 
