@@ -128,6 +128,19 @@ def test_accelerator_random_gemms(seed, rows, cols):
     assert check(dut, problems, seed) == sum(p.shape[0] * p.shape[2] for p in problems)
 
 
+@pytest.mark.parametrize(("rows", "cols"), [(4, 4), (3, 5)])
+def test_accelerator_with_ring_delays(seed, rows, cols):
+    """``ring_delays`` (the engine's build): the array's, the lanes' and the lookup's long delay lines in LUT-RAM
+    rings. GEMMs and depthwise GEMMs, bypass among them, with gaps and backpressure, all exact."""
+    rng = np.random.default_rng(seed + 11 + rows * 10 + cols)
+    dut = Accelerator(rows, cols, max_col_tiles=8, ring_delays=True)
+    problems = [random_problem(rng, 2 * rows + 1, 9, 2 * cols + 1, depthwise=True),
+                random_problem(rng, rows, 37, cols), random_problem(rng, 3, 5, 2 * cols - 1, bypass=True),
+                random_problem(rng, rows + 1, 2, cols, depthwise=True, bypass=True),
+                random_problem(rng, 2 * rows, 2 * rows, 2 * cols)]
+    assert check(dut, problems, seed) == sum(p.shape[0] * p.shape[2] for p in problems)
+
+
 @pytest.mark.parametrize(("rows", "cols"), [(1, 1), (2, 3), (3, 2)])
 def test_accelerator_depthwise_mode(seed, rows, cols):
     """Depthwise-mode GEMMs (each cell its own activation) between GEMM-mode ones, with gaps and

@@ -56,7 +56,7 @@ from .ecp5_ram import DP16KD_DEPTH
 from .gemm_control import gemm_control
 from .multiplier import DSP_KINDS
 from .output_fifo import OutputFIFO
-from .pipeline import KEEP_APART, Line, delay_lines
+from .pipeline import KEEP_APART, Line, delay_lines, ring_delayed
 from .requantizer import Requantizer
 from .sequencer import Sequencer
 
@@ -75,8 +75,9 @@ class Accelerator(wiring.Component):
     ``dsp`` ("generic" or "ecp5"): how the multipliers are built (:mod:`hw.multiplier`) and,
     with "ecp5", the per-channel tables too: ``DP16KD`` block RAMs with their output registers
     (whatever ``ram`` says; see :class:`ChannelTable`). The two are cycle-for-cycle identical.
-    ``ring_delays``: the array's and the lanes' long delay lines in LUT RAM (:class:`~hw.array.SystolicArray`,
-    :class:`~hw.requantizer.Requantizer`), cycle-for-cycle identical too; for targets with LUT RAM.
+    ``ring_delays``: the long delay lines in LUT RAM (the array's, :class:`~hw.array.SystolicArray`; the lanes',
+    :class:`~hw.requantizer.Requantizer`; the rows waiting for their table lookup), cycle-for-cycle identical too;
+    for targets with LUT RAM.
     """
 
     def __init__(self, rows=8, cols=8, rounding="double", max_col_tiles=64, ram="distributed", dsp="generic",
@@ -102,7 +103,7 @@ class Accelerator(wiring.Component):
         # (one per column, in lockstep)
         self._lanes = [Requantizer(rounding, dsp=dsp, ring_delays=ring_delays) for _ in range(cols)]
         self.rows, self.cols, self.rounding, self.max_col_tiles = rows, cols, rounding, max_col_tiles
-        self.ram, self.dsp, self.row_stage = ram, dsp, row_stage
+        self.ram, self.dsp, self.row_stage, self.ring_delays = ram, dsp, row_stage, ring_delays
         if dsp == "ecp5" and self.fifo_depth > DP16KD_DEPTH:
             for obj in (self, self._array, *self._lanes):
                 obj._MustUse__silence = True
@@ -281,8 +282,14 @@ class Accelerator(wiring.Component):
         # every table's address registers across the die), a cycle to copy that into address
         # registers of the lane's table (one per LUT-RAM bank), a cycle to read it, a cycle to
         # combine the banks (or, in DP16KD, the RAM's output register), a register (see ChannelTable).
-        lk_valid, lk_data = delay_lines(m, self._LOOKUP_LATENCY, [
-            Line(array.row_valid, "lk_valid"), Line(array.row_data, "lk_data", reset_less=True)])
+        if self.ring_delays:
+            # (the row's data in a ring a lane, beside the lane)
+            lk_valid, = delay_lines(m, self._LOOKUP_LATENCY, [Line(array.row_valid, "lk_valid")])
+            lk_data = [ring_delayed(m, [(array.row_data[j], self._LOOKUP_LATENCY)], f"lk_ring{j}_")[0]
+                       for j in range(C)]
+        else:
+            lk_valid, lk_data = delay_lines(m, self._LOOKUP_LATENCY, [
+                Line(array.row_valid, "lk_valid"), Line(array.row_data, "lk_data", reset_less=True)])
 
         m.d.comb += self.cfg.ready.eq(1)
         # The cfg transfer, first registered once per group of four lanes (copies: the cfg port
