@@ -108,6 +108,9 @@ CONFIGS = [
     ("Accelerator", {"rows": 3, "cols": 2, "rounding": "double", "max_col_tiles": 8, "ram": "block"}),
     ("Accelerator", {"rows": 2, "cols": 2, "rounding": "double", "max_col_tiles": 4, "dsp": "ecp5"}),
     ("Accelerator", {"rows": 4, "cols": 5, "rounding": "single", "max_col_tiles": 40}),
+    # (the engine's build: the long delay lines in LUT-RAM rings, on 4x4 some of the array's too)
+    ("Requantizer", {"rounding": "double", "ring_delays": True}),
+    ("Accelerator", {"rows": 4, "cols": 4, "rounding": "double", "max_col_tiles": 8, "ring_delays": True}),
 ]
 # (the engine's files: its netlist at two configurations, as its tests build it)
 ENGINE_CONFIGS = [
