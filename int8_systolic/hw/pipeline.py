@@ -61,8 +61,10 @@ def ring_delayed(m, lines, name, en=None):
     list of ``(value, cycles)``, each ``cycles`` from 2 to :data:`RING_DEPTH`; returns each value ``cycles`` cycles
     late, from a register. Free-running, or with ``en`` a pipeline's enable: then the ring moves only in enabled
     cycles, and a value comes out ``cycles`` enabled cycles late, as through ``cycles`` registers enabled by ``en``.
-    Nothing is reset: like a ``reset_less`` register, a line holds what it was last given until it is given
-    something new.
+    The ring's contents are not reset, only its pointers: from power-up a line is its registers cycle for cycle, but
+    after a reset in mid-run it gives the values it held before for its first ``cycles - 1`` cycles, where
+    registers would give what they were given during the reset. So a line in a ring must carry data whose valid
+    flag travels in reset registers beside it (as every ``reset_less`` line it replaces does).
 
     The lines share one write pointer, written every cycle, and those of equal ``cycles`` one read pointer,
     ``cycles - 1`` entries behind it, whose read is registered: never the entry being written. The pointers are

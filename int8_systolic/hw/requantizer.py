@@ -220,10 +220,10 @@ class Requantizer(wiring.Component):
             # saturating operand pair.
             hh, hl, lh, ll = partial_products(operands)
             bypass_src, bypass_stage = pre, 6
-            # The test for that pair reads neither `pre` nor `mult`, whose registers sit at the DSPs'
-            # inputs, but their values a stage earlier, in one LUT level per stage: by stage 8,
-            # whether mult == INT32_MIN and, for the last shift step (by 16 or not), whether pre
-            # will be INT32_MIN (its low half 0x8000, or all of it 0x80000000); stage 9 picks one.
+            # The test for that pair reads neither operand's registers at the DSPs' inputs (`dup_pre5_*`,
+            # `dup_mult6_*`), but their values a stage earlier (`pre_4`, `mult_5`), in one LUT level per
+            # stage: by stage 8, whether mult == INT32_MIN and, for the last shift step (by 16 or not),
+            # whether pre will be INT32_MIN (its low half 0x8000, or all of it 0x80000000); stage 9 picks one.
             mult_min = equals(mult_5, INT32_MIN, "mult_min")                 # stage 8
             min_if_shift = carry(equals(pre_4[:16], 0x8000, "pre_min16"), 1, "pre_min16")
             min_if_not = equals(pre_4, INT32_MIN, "pre_min32")              # stage 8
