@@ -117,7 +117,7 @@ class Engine(wiring.Component):
         self.in_depth, self.w_depth, self.out_depth = in_depth, w_depth, out_depth
         self.max_col_tiles, self.max_burst, self.max_outstanding = max_col_tiles, max_burst, max_outstanding
         # (each table row with its GEMM's output stage, so that a layer is launched before the last one's results are
-        # out, whatever their output stages; the array's long delay lines in LUT RAM where there is LUT RAM: beside
+        # out, whatever their output stages; the core's long delay lines in LUT RAM where there is LUT RAM: beside
         # the engine's parts an ECP5-85F runs short of flip-flops before LUTs)
         self.core = Accelerator(rows, cols, rounding=rounding, max_col_tiles=max_col_tiles, ram=ram, dsp=dsp,
                                 row_stage=True, ring_delays=ram == "distributed")

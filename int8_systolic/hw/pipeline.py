@@ -2,8 +2,8 @@
 :func:`popcount`, a balanced sum of single bits.
 
 Used wherever the RTL moves values one register per cycle on purpose (skew, transit between
-distant blocks, credits returned a few cycles late); :func:`ring_delayed` keeps long free-running lines in
-LUT RAM instead (the flip-flops, not the LUTs, are what an ECP5-85F runs out of first beside the engine).
+distant blocks, credits returned a few cycles late); :func:`ring_delayed` keeps long lines in LUT RAM
+instead (the flip-flops, not the LUTs, are what an ECP5-85F runs out of first beside the engine).
 
 :data:`KEEP_APART` marks a register that copies another on purpose (one copy near each group of
 its loads, to cut fanout and long routes): synthesis would otherwise merge identical registers
